@@ -1,0 +1,5 @@
+"""The `ptxbench` command line."""
+
+from .main import app
+
+__all__ = ["app"]

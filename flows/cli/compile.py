@@ -1,0 +1,85 @@
+"""`ptxbench compile KERNEL.cu --problem NAME --arch hopper|blackwell [--json]`."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.console import Console
+
+from .errors import one_line_errors, read_text_file
+
+
+def compile_payload(compiled) -> dict:
+    """The JSON envelope of the compile command."""
+    r = compiled.result
+    payload = {
+        "status": r.status.value,
+        "reason": r.reason,
+        "log": r.log,
+        "resources": r.resources.model_dump(mode="json"),
+        "cache_hit": r.cache_hit,
+        "source_sha256": r.source_sha256,
+        "cubin_sha256": r.cubin_sha256,
+        "toolkit": r.toolkit_version,
+        "flags": r.flags,
+        "sass": None,
+    }
+    if compiled.sass is not None:
+        s = compiled.sass
+        payload["sass"] = {
+            "counts": s.counts,
+            "family_counts": s.family_counts,
+            "required_families": s.required_families,
+            "excluded": s.excluded,
+            "target_static": s.target_static.value,
+        }
+    return payload
+
+
+@one_line_errors
+def compile_command(
+    kernel: str = typer.Argument(..., help="Path of the candidate .cu file."),
+    problem: str = typer.Option(..., "--problem", "-p", help="Definition name."),
+    arch: str = typer.Option("hopper", "--arch", "-a", help="hopper | blackwell (or h100, h200, b200)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the JSON envelope."),
+) -> None:
+    """Compile a candidate on this (CPU) machine and give the static SASS verdict."""
+    from ptxcore.arch import get_architecture
+    from ptxcore.compile import BuildOptions, compile_candidate
+    from ptxcore.problems import get_problem
+
+    source = read_text_file(kernel)
+    get_problem(problem)
+    architecture = get_architecture(arch)
+    compiled = compile_candidate(source, BuildOptions(arch=architecture))
+    payload = compile_payload(compiled)
+    if as_json:
+        typer.echo(json.dumps(payload, indent=1))
+    else:
+        _print_human(payload, architecture.key)
+    if payload["status"] != "COMPILED":
+        raise typer.Exit(1)
+
+
+def _print_human(p: dict, arch: str) -> None:
+    console = Console()
+    color = {"COMPILED": "green", "COMPILE_ERROR": "red", "REJECTED": "yellow"}[p["status"]]
+    console.print(f"[bold {color}]{p['status']}[/] ({arch}){' — ' + p['reason'] if p['reason'] else ''}")
+    if p["status"] == "COMPILE_ERROR":
+        console.print(p["log"], markup=False, highlight=False)
+    for k in p["resources"]["kernels"]:
+        console.print(
+            f"  {k['function']}: {k['registers']} regs, {k['shared_bytes']} B smem, "
+            f"{k['spill_store_bytes']}+{k['spill_load_bytes']} B spills", markup=False
+        )
+    for w in p["resources"]["performance_warnings"]:
+        console.print(f"  [yellow]ptxas:[/] {w}")
+    if p["sass"]:
+        fam = ", ".join(f"{k}={v}" for k, v in p["sass"]["family_counts"].items()) or "none"
+        console.print(f"  target families ({'/'.join(p['sass']['required_families'])}): "
+                      f"[bold]{p['sass']['target_static']}[/] — counted: {fam}")
+        if p["sass"]["excluded"]:
+            console.print(f"  excluded: {len(p['sass']['excluded'])} (e.g. {p['sass']['excluded'][0]})", markup=False)
+    if p["cache_hit"]:
+        console.print("  (served from the compile cache)")

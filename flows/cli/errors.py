@@ -1,0 +1,68 @@
+"""One-line errors for the command line: the bad input named, non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import typer
+
+
+class UserError(Exception):
+    """Bad input from the user; printed as one line."""
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _expected_errors() -> tuple[type[BaseException], ...]:
+    from ptxcore.arch import UnknownArchitectureError
+    from ptxcore.problems import CatalogError, ProblemNotFoundError
+    from ptxcore.sass import ToolNotFoundError
+
+    return (
+        UserError, UnknownArchitectureError, ProblemNotFoundError, CatalogError, ToolNotFoundError,
+        FileNotFoundError, PermissionError, IsADirectoryError, UnicodeDecodeError,
+    )
+
+
+def one_line_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator for commands: expected errors become one stderr line and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except _expected_errors() as exc:
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if isinstance(exc, OSError) and getattr(exc, "filename", None):
+                text = f"cannot read {exc.filename}: {exc.strerror}"
+            fail(text)
+        except KeyboardInterrupt:
+            typer.echo("interrupted", err=True)
+            sys.exit(130)
+
+    return wrapper
+
+
+def read_text_file(path: str) -> str:
+    """Read a user-supplied text file or raise a UserError naming it."""
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"no such file: {path}")
+    if p.is_dir():
+        raise UserError(f"{path} is a directory, expected a .cu file")
+    try:
+        return p.read_text()
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path} is not a text file") from exc
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror}") from exc

@@ -1,0 +1,27 @@
+"""Entry point: `ptxbench <group> <command>`. Heavy imports happen inside commands."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import typer
+
+from . import problems as problems_cmd
+from .compile import compile_command
+
+app = typer.Typer(
+    name="ptxbench",
+    help="PTXBench: benchmark LLM-written CUDA kernels with architecture-specific PTX.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(problems_cmd.app, name="problems")
+app.command("compile")(compile_command)
+
+
+@app.callback()
+def _root(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress to stderr.")) -> None:
+    level = logging.INFO if verbose else getattr(logging, os.environ.get("PTXBENCH_LOG", "WARNING").upper(), 30)
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")

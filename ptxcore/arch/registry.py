@@ -1,0 +1,112 @@
+"""The architectures we judge for, with their target SASS families and exclusions (ARCHITECTURE.md)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+class UnknownArchitectureError(ValueError):
+    """An architecture name that is neither a key nor an alias."""
+
+
+@dataclass(frozen=True)
+class InstructionFamily:
+    """A set of SASS mnemonics that shows an architecture feature is used.
+
+    `opcode` is matched against the full opcode token (e.g. `HGMMA.64x128x16.F32.BF16`);
+    `exclude_line` marks matching lines that are not real work (e.g. the commit-closing dummy HGMMA).
+    """
+
+    name: str
+    opcode: re.Pattern[str]
+    description: str
+    exclude_line: re.Pattern[str] | None = None
+
+    def classify(self, opcode: str, line: str) -> str | None:
+        """'counted', 'excluded' or None (not this family)."""
+        if not self.opcode.fullmatch(opcode):
+            return None
+        if self.exclude_line is not None and self.exclude_line.search(line):
+            return "excluded"
+        return "counted"
+
+
+GMMA = InstructionFamily(
+    name="gmma",
+    opcode=re.compile(r"[A-Z]*GMMA(\.[A-Za-z0-9_]+)*"),
+    description="warpgroup MMA (wgmma.mma_async): HGMMA / QGMMA / IGMMA / BGMMA",
+    # ptxas closes an empty commit group with `HGMMA ... RZ, gdesc[URZ], ...`: no tensor work.
+    exclude_line=re.compile(r"GMMA[\w.]*\s+RZ\s*,\s*gdesc\[URZ\]"),
+)
+TMA = InstructionFamily(
+    name="tma",
+    # Transfers only: prefetch (UTMAPF) and cache control (UTMACCTL) are not data movement.
+    opcode=re.compile(r"UTMA(LDG|STG|REDG)(\.[A-Za-z0-9_]+)*"),
+    description="tensor memory accelerator transfers (cp.async.bulk.tensor load / store / reduce)",
+)
+TCGEN05 = InstructionFamily(
+    name="tcgen05",
+    opcode=re.compile(r"(UTC[A-Z0-9]*|LDTM|STTM)(\.[A-Za-z0-9_]+)*"),
+    description="5th-generation tensor core and tensor memory (tcgen05.*): UTC*, LDTM, STTM",
+)
+HMMA = InstructionFamily(
+    name="mma_sync",
+    opcode=re.compile(r"(HMMA|IMMA|DMMA)(\.[A-Za-z0-9_]+)*"),
+    description="warp-level mma.sync (Ampere-era tensor cores)",
+)
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """One judged GPU architecture."""
+
+    key: str
+    sm: str
+    compute: str
+    aliases: tuple[str, ...]
+    target_hardware: tuple[str, ...]
+    tag: str
+    target_families: tuple[InstructionFamily, ...]
+    other_families: tuple[InstructionFamily, ...] = field(default=(HMMA,))
+
+    @property
+    def gencode(self) -> str:
+        return f"arch={self.compute},code={self.sm}"
+
+    @property
+    def all_families(self) -> tuple[InstructionFamily, ...]:
+        return self.target_families + self.other_families
+
+
+ARCHITECTURES: dict[str, Architecture] = {
+    "hopper": Architecture(
+        key="hopper",
+        sm="sm_90a",
+        compute="compute_90a",
+        aliases=("h100", "h200", "h800", "sm_90a", "sm90a", "sm_90"),
+        target_hardware=("H100",),
+        tag="H",
+        target_families=(GMMA, TMA),
+    ),
+    "blackwell": Architecture(
+        key="blackwell",
+        sm="sm_100a",
+        compute="compute_100a",
+        aliases=("b200", "b100", "gb200", "sm_100a", "sm100a", "sm_100"),
+        target_hardware=("Blackwell",),
+        tag="B",
+        target_families=(TCGEN05,),
+        other_families=(GMMA, TMA, HMMA),
+    ),
+}
+
+
+def get_architecture(name: str) -> Architecture:
+    """Look up by key or alias, case-insensitively."""
+    needle = name.strip().lower()
+    for arch in ARCHITECTURES.values():
+        if needle == arch.key or needle in arch.aliases:
+            return arch
+    known = ", ".join(sorted(ARCHITECTURES))
+    raise UnknownArchitectureError(f"unknown architecture {name!r} (known: {known}; aliases like h100, b200)")

@@ -1,0 +1,17 @@
+"""Problem catalog: FlashInfer-Trace definitions and workloads under problems/, plus our extensions."""
+
+from .catalog import (
+    CatalogError,
+    Problem,
+    ProblemNotFoundError,
+    default_problems_dir,
+    get_problem,
+    load_catalog,
+)
+from .extension import Baseline, BaselineLibrary, InputDistribution, ProblemExtension, Structure, Tolerance
+
+__all__ = [
+    "CatalogError", "Problem", "ProblemNotFoundError", "default_problems_dir", "get_problem",
+    "load_catalog", "Baseline", "BaselineLibrary", "InputDistribution", "ProblemExtension",
+    "Structure", "Tolerance",
+]

@@ -1,0 +1,37 @@
+"""Schema: FlashInfer-Trace compatible models plus our records. Imports nothing of ours."""
+
+from .base import SCHEMA_VERSION, FrozenModel
+from .definition import AxisConst, AxisVar, Definition, TensorSpec
+from .enums import (
+    Binding,
+    CompileStatus,
+    DType,
+    EvaluationStatus,
+    Language,
+    StaticTarget,
+    TargetInstruction,
+)
+from .records import (
+    CompileResult,
+    EnvironmentInfo,
+    JudgeResult,
+    KernelResources,
+    LLMUsage,
+    PtxasResources,
+    SanitizerSummary,
+    SassReport,
+    TargetInstructionEvidence,
+    TurnRecord,
+)
+from .solution import BuildSpec, SourceFile, Solution
+from .trace import Correctness, Environment, Evaluation, Performance, Trace
+from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
+
+__all__ = [
+    "SCHEMA_VERSION", "FrozenModel", "AxisConst", "AxisVar", "Definition", "TensorSpec",
+    "Binding", "CompileStatus", "DType", "EvaluationStatus", "Language", "StaticTarget",
+    "TargetInstruction", "CompileResult", "EnvironmentInfo", "JudgeResult", "KernelResources",
+    "LLMUsage", "PtxasResources", "SanitizerSummary", "SassReport", "TargetInstructionEvidence",
+    "TurnRecord", "BuildSpec", "SourceFile", "Solution", "Correctness", "Environment",
+    "Evaluation", "Performance", "Trace", "RandomInput", "SafetensorsInput", "ScalarInput", "Workload",
+]

@@ -1,0 +1,18 @@
+"""Common base for every schema model: frozen, strict, documented fields."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
+
+NonEmptyString = Annotated[str, StringConstraints(min_length=1)]
+
+SCHEMA_VERSION = 1
+"""Version of our record schema (bumped on any incompatible field change)."""
+
+
+class FrozenModel(BaseModel):
+    """Immutable model; unknown keys are an error; attribute docstrings become field descriptions."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)

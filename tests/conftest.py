@@ -1,0 +1,61 @@
+"""Test configuration: marker handling and shared fixtures.
+
+- `gpu`: needs an NVIDIA GPU; skipped automatically where none is visible.
+- `llm`: calls a real LLM API; skipped unless --run-llm is given.
+- `slow`: long-running; runs by default, deselect with -m "not slow".
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def gpu_available() -> bool:
+    if os.environ.get("PTXBENCH_FORCE_NO_GPU"):
+        return False
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and "GPU" in out.stdout
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-llm", action="store_true", help="run tests that call real LLM APIs")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    has_gpu = gpu_available()
+    skip_gpu = pytest.mark.skip(reason="no NVIDIA GPU on this machine")
+    skip_llm = pytest.mark.skip(reason="needs --run-llm and API keys")
+    for item in items:
+        if "gpu" in item.keywords and not has_gpu:
+            item.add_marker(skip_gpu)
+        if "llm" in item.keywords and not config.getoption("--run-llm"):
+            item.add_marker(skip_llm)
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return REPO / "tests" / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def compile_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One compile cache for the whole session (kernels compile once)."""
+    return tmp_path_factory.mktemp("compile-cache")
