@@ -1,0 +1,1 @@
+"""ptxcore.agent (see ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""ptxcore.gpu (see ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""ptxcore.metrics (see ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""ptxcore.report (see ARCHITECTURE.md)."""

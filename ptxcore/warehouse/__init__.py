@@ -1,0 +1,1 @@
+"""ptxcore.warehouse (see ARCHITECTURE.md)."""
