@@ -1,6 +1,7 @@
 """Schema: FlashInfer-Trace compatible models plus our records. Imports nothing of ours."""
 
 from .base import SCHEMA_VERSION, FrozenModel
+from .campaign import CampaignRecord, StopReason, TrajectoryRecord
 from .definition import AxisConst, AxisVar, Definition, TensorSpec
 from .enums import (
     Binding,
@@ -28,7 +29,7 @@ from .trace import Correctness, Environment, Evaluation, Performance, Trace
 from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
 
 __all__ = [
-    "SCHEMA_VERSION", "FrozenModel", "AxisConst", "AxisVar", "Definition", "TensorSpec",
+    "SCHEMA_VERSION", "FrozenModel", "CampaignRecord", "StopReason", "TrajectoryRecord", "AxisConst", "AxisVar", "Definition", "TensorSpec",
     "Binding", "CompileStatus", "DType", "EvaluationStatus", "Language", "StaticTarget",
     "TargetInstruction", "CompileResult", "EnvironmentInfo", "JudgeResult", "KernelResources",
     "LLMUsage", "PtxasResources", "SanitizerSummary", "SassReport", "TargetInstructionEvidence",
