@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 # Header stems that pull in cuBLAS / cuBLASLt / cuDNN / FlashInfer / CUTLASS-backed library calls.
 FORBIDDEN_HEADERS: tuple[tuple[str, str], ...] = (
-    (r"cublas(_v2|_api|Lt|Xt)?\.h", "cuBLAS"),
     (r"cublasLt\w*\.h", "cuBLASLt"),
+    (r"cublas(_v2|_api|Xt)?\.h", "cuBLAS"),
     (r"cudnn\w*\.h", "cuDNN"),
     (r"cudnn_frontend\w*\.h", "cuDNN frontend"),
     (r"flashinfer/[\w/.]+", "FlashInfer"),

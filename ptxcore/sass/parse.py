@@ -8,7 +8,7 @@ from dataclasses import dataclass
 _FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
 # `/*0060*/   @!P0 HGMMA.64x8x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT, gsb0 ;   /* 0x... */`
 _INSTRUCTION = re.compile(
-    r"^\s*/\*(?P<addr>[0-9a-fA-F]+)\*/\s+(?:(?P<pred>@!?U?P[T0-9])\s+)?(?P<opcode>[A-Z][A-Z0-9_.]*)(?P<rest>[^;]*);"
+    r"^\s*/\*(?P<addr>[0-9a-fA-F]+)\*/\s+(?:(?P<pred>@!?U?P[T0-9])\s+)?(?P<opcode>[A-Z][A-Za-z0-9_.]*)(?P<rest>[^;]*);"
 )
 
 

@@ -25,7 +25,9 @@ def find_tool(name: str) -> str:
     """Path of `name`: $PTXBENCH_<NAME>, PATH, $CUDA_HOME/bin, then NVIDIA wheels on sys.path."""
     env = os.environ.get(f"PTXBENCH_{name.upper()}")
     if env:
-        return env
+        if Path(env).is_file() and os.access(env, os.X_OK):
+            return env
+        raise ToolNotFoundError(f"{name} not found at PTXBENCH_{name.upper()}={env}")
     found = shutil.which(name)
     if found:
         return found

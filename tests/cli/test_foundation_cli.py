@@ -1,0 +1,84 @@
+"""`ptxbench problems ...` and `ptxbench compile ...`: outputs, JSON envelope, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli.main import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _cache(monkeypatch, compile_cache_dir):
+    monkeypatch.setenv("PTXBENCH_CACHE_DIR", str(compile_cache_dir))
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def test_problems_list_and_show():
+    r = invoke("problems", "list", "--json")
+    assert r.exit_code == 0
+    rows = json.loads(r.stdout)
+    assert len(rows) == 16 and {"name", "baseline", "workload"} <= set(rows[0])
+    table = invoke("problems", "list")
+    assert table.exit_code == 0 and "gemm_n7168_k5120" in table.stdout
+    shown = json.loads(invoke("problems", "show", "mha_bwd_d128").stdout)
+    assert shown["definition"]["name"] == "mha_bwd_d128"
+    assert shown["extension"]["baseline"]["library"] == "cudnn"
+
+
+def test_compile_example_json_envelope(repo_root):
+    r = invoke("compile", str(repo_root / "examples" / "gemm_cuda_core.cu"), "--problem", "gemm_n7168_k5120",
+               "--arch", "h100", "--json")
+    assert r.exit_code == 0, r.output
+    env = json.loads(r.stdout)
+    assert env["status"] == "COMPILED"
+    assert {"status", "log", "resources", "sass"} <= set(env)
+    assert env["sass"]["target_static"] == "absent"  # CUDA cores only
+    assert env["sass"]["counts"].get("FFMA", 0) > 0
+    assert env["resources"]["kernels"][0]["registers"] > 0
+
+
+def test_compile_rejected_and_error_exit_codes(fixtures_dir):
+    r = invoke("compile", str(fixtures_dir / "kernels" / "cublas_include.cu"), "-p", "gemm_n7168_k5120", "--json")
+    assert r.exit_code == 1 and json.loads(r.stdout)["status"] == "REJECTED"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("compile", "missing.cu", "-p", "gemm_n7168_k5120"), "no such file: missing.cu"),
+        (("compile", "examples", "-p", "gemm_n7168_k5120"), "is a directory"),
+        (("compile", "examples/gemm_cuda_core.cu", "-p", "nope"), "unknown problem 'nope'"),
+        (("compile", "examples/gemm_cuda_core.cu", "-p", "gemm_n7168_k5120", "--arch", "ampere"),
+         "unknown architecture 'ampere'"),
+        (("problems", "show", "nope"), "unknown problem 'nope'"),
+    ],
+)
+def test_bad_input_is_one_line_without_traceback(args, needle, repo_root, monkeypatch):
+    monkeypatch.chdir(repo_root)
+    r = invoke(*args)
+    assert r.exit_code == 2
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("error:")
+    assert "Traceback" not in r.output
+
+
+def test_missing_nvcc_is_one_line(monkeypatch, repo_root, tmp_path):
+    monkeypatch.setenv("PTXBENCH_NVCC", str(tmp_path / "no-nvcc-here"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    from ptxcore.compile import nvcc
+
+    nvcc.toolkit_version.cache_clear()
+    src = tmp_path / "k.cu"
+    src.write_text("// a new source, not in any cache\n__global__ void k() {}\n")
+    r = invoke("compile", str(src), "-p", "gemm_n7168_k5120")
+    nvcc.toolkit_version.cache_clear()
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "nvcc not found" in r.output
