@@ -1,0 +1,208 @@
+"""Table definitions of the warehouse (DuckDB). One statement per table; keys as in ARCHITECTURE.md.
+
+JSON payloads are stored as VARCHAR (no extension needed to read them back); flattened columns beside
+them are what SQL queries use.
+"""
+
+from __future__ import annotations
+
+WAREHOUSE_SCHEMA_VERSION = 1
+"""Version of the table layout below (stored in `warehouse_meta`)."""
+
+TABLES: dict[str, str] = {
+    "warehouse_meta": """
+        CREATE TABLE IF NOT EXISTS warehouse_meta (
+            key VARCHAR PRIMARY KEY,
+            value VARCHAR
+        )""",
+    "campaigns": """
+        CREATE TABLE IF NOT EXISTS campaigns (
+            campaign_id VARCHAR PRIMARY KEY,
+            name VARCHAR,
+            config_yaml VARCHAR,
+            config_sha256 VARCHAR,
+            created_at VARCHAR,
+            ptxbench_version VARCHAR,
+            git_commit VARCHAR,
+            schema_version INTEGER
+        )""",
+    "trajectories": """
+        CREATE TABLE IF NOT EXISTS trajectories (
+            campaign_id VARCHAR NOT NULL,
+            trajectory_id VARCHAR NOT NULL,
+            model VARCHAR,
+            arch VARCHAR,
+            prompt_variant VARCHAR,
+            problem VARCHAR,
+            language VARCHAR,
+            "index" INTEGER,
+            max_turns INTEGER,
+            num_turns INTEGER,
+            stop_reason VARCHAR,
+            best_speedup DOUBLE,
+            started_at VARCHAR,
+            finished_at VARCHAR,
+            schema_version INTEGER,
+            PRIMARY KEY (campaign_id, trajectory_id)
+        )""",
+    "turns": """
+        CREATE TABLE IF NOT EXISTS turns (
+            campaign_id VARCHAR NOT NULL,
+            trajectory_id VARCHAR NOT NULL,
+            turn INTEGER NOT NULL,
+            model VARCHAR,
+            arch VARCHAR,
+            gpu VARCHAR,
+            prompt_variant VARCHAR,
+            problem VARCHAR,
+            prompt_sha256 VARCHAR,
+            kernel_sha256 VARCHAR,
+            kernel_key VARCHAR,
+            response_text VARCHAR,
+            reasoning_text VARCHAR,
+            prompt_tokens BIGINT,
+            completion_tokens BIGINT,
+            reasoning_tokens BIGINT,
+            cached_tokens BIGINT,
+            llm_latency_s DOUBLE,
+            cost_usd DOUBLE,
+            status VARCHAR,
+            target_instruction VARCHAR,
+            speedup DOUBLE,
+            feedback VARCHAR,
+            compile_status VARCHAR,
+            compile_json VARCHAR,
+            environment_sha256 VARCHAR,
+            created_at VARCHAR,
+            schema_version INTEGER,
+            PRIMARY KEY (campaign_id, trajectory_id, turn)
+        )""",
+    "kernels": """
+        CREATE TABLE IF NOT EXISTS kernels (
+            sha256 VARCHAR PRIMARY KEY,
+            text VARCHAR,
+            n_bytes BIGINT
+        )""",
+    "evaluations": """
+        CREATE TABLE IF NOT EXISTS evaluations (
+            campaign_id VARCHAR NOT NULL,
+            trajectory_id VARCHAR NOT NULL,
+            turn INTEGER NOT NULL,
+            status VARCHAR,
+            reason VARCHAR,
+            definition VARCHAR,
+            workload_uuid VARCHAR,
+            arch VARCHAR,
+            max_absolute_error DOUBLE,
+            max_relative_error DOUBLE,
+            correctness_extra_json VARCHAR,
+            latency_ms DOUBLE,
+            reference_latency_ms DOUBLE,
+            speedup DOUBLE,
+            sanitizer_ran INTEGER,
+            sanitizer_errors INTEGER,
+            compile_status VARCHAR,
+            max_registers INTEGER,
+            total_spill_bytes BIGINT,
+            max_shared_bytes BIGINT,
+            target_instruction VARCHAR,
+            stage_seconds_json VARCHAR,
+            total_stage_s DOUBLE,
+            environment_sha256 VARCHAR,
+            raw_json VARCHAR,
+            PRIMARY KEY (campaign_id, trajectory_id, turn)
+        )""",
+    "target_evidence": """
+        CREATE TABLE IF NOT EXISTS target_evidence (
+            campaign_id VARCHAR NOT NULL,
+            trajectory_id VARCHAR NOT NULL,
+            turn INTEGER NOT NULL,
+            status VARCHAR,
+            static VARCHAR,
+            family_thread_inst_executed_json VARCHAR,
+            raw_rows_json VARCHAR,
+            n_raw_rows INTEGER,
+            tool VARCHAR,
+            reason VARCHAR,
+            source_sha256 VARCHAR,
+            cubin_sha256 VARCHAR,
+            PRIMARY KEY (campaign_id, trajectory_id, turn)
+        )""",
+    "reference_latencies": """
+        CREATE TABLE IF NOT EXISTS reference_latencies (
+            definition VARCHAR NOT NULL,
+            workload_uuid VARCHAR NOT NULL,
+            gpu VARCHAR NOT NULL,
+            driver VARCHAR NOT NULL,
+            latency_ms DOUBLE,
+            measured_at VARCHAR,
+            PRIMARY KEY (definition, workload_uuid, gpu, driver)
+        )""",
+    "environments": """
+        CREATE TABLE IF NOT EXISTS environments (
+            sha256 VARCHAR PRIMARY KEY,
+            gpu_name VARCHAR,
+            driver_version VARCHAR,
+            cuda_toolkit VARCHAR,
+            torch_version VARCHAR,
+            raw_json VARCHAR
+        )""",
+    "ptxbench_source_turns": """
+        CREATE TABLE IF NOT EXISTS ptxbench_source_turns (
+            campaign_id VARCHAR NOT NULL,
+            trajectory_id VARCHAR NOT NULL,
+            turn INTEGER NOT NULL,
+            exp_dir VARCHAR,
+            workload_uuid VARCHAR,
+            workload_name VARCHAR,
+            required_arch_tag VARCHAR,
+            correctness VARCHAR,
+            speedup DOUBLE,
+            arch_tag VARCHAR,
+            correct_with_arch INTEGER,
+            reasoning_token_source VARCHAR,
+            performance_score DOUBLE,
+            PRIMARY KEY (campaign_id, trajectory_id, turn)
+        )""",
+    "fi_definitions": """
+        CREATE TABLE IF NOT EXISTS fi_definitions (
+            name VARCHAR PRIMARY KEY,
+            op_type VARCHAR,
+            raw_json VARCHAR
+        )""",
+    "fi_workloads": """
+        CREATE TABLE IF NOT EXISTS fi_workloads (
+            definition VARCHAR NOT NULL,
+            uuid VARCHAR NOT NULL,
+            axes_json VARCHAR,
+            raw_json VARCHAR,
+            PRIMARY KEY (definition, uuid)
+        )""",
+    "fi_solutions": """
+        CREATE TABLE IF NOT EXISTS fi_solutions (
+            name VARCHAR PRIMARY KEY,
+            definition VARCHAR,
+            author VARCHAR,
+            language VARCHAR,
+            content_sha256 VARCHAR,
+            raw_json VARCHAR
+        )""",
+    "fi_traces": """
+        CREATE TABLE IF NOT EXISTS fi_traces (
+            trace_sha256 VARCHAR PRIMARY KEY,
+            definition VARCHAR,
+            workload_uuid VARCHAR,
+            solution VARCHAR,
+            status VARCHAR,
+            hardware VARCHAR,
+            latency_ms DOUBLE,
+            reference_latency_ms DOUBLE,
+            speedup_factor DOUBLE,
+            timestamp VARCHAR,
+            raw_json VARCHAR
+        )""",
+}
+"""Every table, by name, in creation order."""
+
+TURN_KEY = ("campaign_id", "trajectory_id", "turn")
+"""Key of every per-turn table."""

@@ -1,0 +1,111 @@
+"""The paper's metrics as DuckDB views. Same definitions as `ptxcore.metrics` (see its docstrings);
+tests/warehouse/test_views_match_python.py proves both give identical numbers on the published data.
+
+Views:
+- v_turn_outcomes            one row per turn: run, model, arch, definition, prompt_variant,
+                             trajectory_id, turn, status, target_instruction, speedup, reasoning_tokens,
+                             max_turns, correct, target_correct
+- v_turn_metrics             per (run, model, arch, definition, k): the turn-metrics JSON's columns
+- v_turn_metrics_by_variant  the same per prompt variant
+- v_turn_metrics_variant_spread  mean / min / max across variants of the per-variant rates
+- v_fast_p                   Fast_p and Fast_p^Inst per (run, model, arch, definition, variant, p)
+- v_fast_p_bands             mean / min / max across variants of v_fast_p
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ptxcore.metrics import FAST_P_GRID, TURN_LIMITS
+
+_P_STEPS = 100
+"""FAST_P_GRID is i / 100 for i in 0..300; the SQL grid is built the same way (same doubles)."""
+assert FAST_P_GRID == tuple(i / _P_STEPS for i in range(len(FAST_P_GRID)))
+
+V_TURN_OUTCOMES = """
+CREATE OR REPLACE VIEW v_turn_outcomes AS
+SELECT t.campaign_id AS run, t.model, t.arch, t.problem AS definition, t.prompt_variant,
+       t.trajectory_id, t.turn, t.status, t.target_instruction, t.speedup,
+       COALESCE(t.reasoning_tokens, 0) AS reasoning_tokens,
+       COALESCE(tr.max_turns, max(t.turn) OVER (PARTITION BY t.campaign_id, t.trajectory_id) + 1) AS max_turns,
+       t.status = 'PASSED' AS correct,
+       t.status = 'PASSED' AND t.target_instruction = 'executed' AS target_correct
+FROM turns t
+LEFT JOIN trajectories tr USING (campaign_id, trajectory_id)
+"""
+
+_METRICS_SELECT = """
+SELECT run, model, arch, definition, {variant} ks.k AS k,
+       count(DISTINCT trajectory_id) AS n_trajectories,
+       (count(*) FILTER (WHERE turn < ks.k AND correct))::DOUBLE
+           / (count(DISTINCT trajectory_id) * ks.k)::DOUBLE AS turn_correct_rate,
+       (count(*) FILTER (WHERE turn < ks.k AND target_correct))::DOUBLE
+           / (count(DISTINCT trajectory_id) * ks.k)::DOUBLE AS target_turn_correct_rate,
+       max(speedup) FILTER (WHERE turn < ks.k AND correct) AS best_speedup,
+       max(speedup) FILTER (WHERE turn < ks.k AND target_correct) AS target_best_speedup
+FROM v_turn_outcomes CROSS JOIN (SELECT unnest({ks}) AS k) ks
+GROUP BY run, model, arch, definition, {variant} ks.k
+"""
+
+V_TURN_METRICS = "CREATE OR REPLACE VIEW v_turn_metrics AS" + _METRICS_SELECT.format(
+    variant="", ks=list(TURN_LIMITS))
+V_TURN_METRICS_BY_VARIANT = "CREATE OR REPLACE VIEW v_turn_metrics_by_variant AS" + _METRICS_SELECT.format(
+    variant="prompt_variant,", ks=list(TURN_LIMITS))
+
+V_VARIANT_SPREAD = """
+CREATE OR REPLACE VIEW v_turn_metrics_variant_spread AS
+SELECT run, model, arch, definition, k, count(*) AS n_variants,
+       avg(turn_correct_rate) AS turn_correct_rate_mean,
+       min(turn_correct_rate) AS turn_correct_rate_min, max(turn_correct_rate) AS turn_correct_rate_max,
+       avg(target_turn_correct_rate) AS target_turn_correct_rate_mean,
+       min(target_turn_correct_rate) AS target_turn_correct_rate_min,
+       max(target_turn_correct_rate) AS target_turn_correct_rate_max
+FROM v_turn_metrics_by_variant
+GROUP BY run, model, arch, definition, k
+"""
+
+V_FAST_P = f"""
+CREATE OR REPLACE VIEW v_fast_p AS
+WITH g AS (
+    SELECT run, model, arch, definition, prompt_variant,
+           count(DISTINCT trajectory_id) AS n_trajectories, max(max_turns) AS n_turns
+    FROM v_turn_outcomes GROUP BY ALL
+), c AS (
+    SELECT o.run, o.model, o.arch, o.definition, o.prompt_variant, o.speedup, o.target_correct
+    FROM v_turn_outcomes o JOIN g USING (run, model, arch, definition, prompt_variant)
+    WHERE o.correct AND o.speedup IS NOT NULL AND o.turn < g.n_turns
+), grid AS (
+    SELECT i::DOUBLE / {_P_STEPS}::DOUBLE AS p FROM range(0, {len(FAST_P_GRID)}) r(i)
+), counts AS (
+    SELECT g.run, g.model, g.arch, g.definition, g.prompt_variant, grid.p,
+           count(c.speedup) FILTER (WHERE c.speedup > grid.p) AS n_fast,
+           count(c.speedup) FILTER (WHERE c.speedup > grid.p AND c.target_correct) AS n_fast_inst
+    FROM g CROSS JOIN grid
+    LEFT JOIN c ON c.run = g.run AND c.model = g.model AND c.arch = g.arch
+               AND c.definition = g.definition AND c.prompt_variant = g.prompt_variant
+    GROUP BY ALL
+)
+SELECT counts.run, counts.model, counts.arch, counts.definition, counts.prompt_variant, counts.p,
+       g.n_trajectories, g.n_turns,
+       n_fast::DOUBLE / (g.n_trajectories * g.n_turns)::DOUBLE AS fast_p,
+       n_fast_inst::DOUBLE / (g.n_trajectories * g.n_turns)::DOUBLE AS fast_p_inst
+FROM counts JOIN g USING (run, model, arch, definition, prompt_variant)
+"""
+
+V_FAST_P_BANDS = """
+CREATE OR REPLACE VIEW v_fast_p_bands AS
+SELECT run, model, arch, definition, p, count(*) AS n_variants,
+       avg(fast_p) AS fast_p_mean, min(fast_p) AS fast_p_min, max(fast_p) AS fast_p_max,
+       avg(fast_p_inst) AS fast_p_inst_mean, min(fast_p_inst) AS fast_p_inst_min,
+       max(fast_p_inst) AS fast_p_inst_max
+FROM v_fast_p GROUP BY run, model, arch, definition, p
+"""
+
+VIEWS = (V_TURN_OUTCOMES, V_TURN_METRICS, V_TURN_METRICS_BY_VARIANT, V_VARIANT_SPREAD, V_FAST_P, V_FAST_P_BANDS)
+"""In dependency order."""
+
+
+def create_views(con: Any) -> None:
+    """(Re)create every metric view on a DuckDB connection."""
+    for ddl in VIEWS:
+        con.execute(ddl)
