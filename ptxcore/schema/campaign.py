@@ -22,6 +22,8 @@ class StopReason(str, Enum):
     """An unrecoverable infrastructure error ended it."""
     RUNNING = "running"
     """Not finished (yet)."""
+    UNKNOWN = "unknown"
+    """Ended for a reason that was not recorded (imported data)."""
 
 
 class CampaignRecord(FrozenModel):
