@@ -1,0 +1,212 @@
+"""Campaign files: what to run (models x architectures x prompt variants x trajectories x problems).
+
+A campaign file is YAML validated by `CampaignConfig`; an error names the file, the line and the key.
+Model decoding settings are passed to litellm unchanged (the paper's Appendix A.1 settings are in
+campaigns/paper.yaml as examples).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from ptxcore.arch import UnknownArchitectureError, get_architecture
+from ptxcore.schema import FrozenModel
+
+from .types import MAX_MODEL_CALLS, ContextPolicy, SolutionLanguage
+from .yamlfile import YamlModelError, load_yaml_model, parse_yaml_model
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+
+
+def _arch_key(name: str) -> str:
+    return get_architecture(name).key
+
+
+def _problem_name(name: str) -> str:
+    from ptxcore.problems import ProblemNotFoundError, get_problem
+
+    try:
+        get_problem(name)
+    except ProblemNotFoundError as exc:
+        raise ValueError(str(exc)) from None
+    return name
+
+
+ArchName = Annotated[str, AfterValidator(_arch_key)]
+ProblemName = Annotated[str, AfterValidator(_problem_name)]
+
+
+class CampaignConfigError(YamlModelError):
+    """A campaign file that does not validate (one line: file:line: key: problem)."""
+
+
+class ModelSpec(FrozenModel):
+    """One model under test."""
+
+    model: str = Field(min_length=1)
+    """litellm model string, e.g. anthropic/claude-opus-4-8, openai/Qwen/Qwen3.6-27B, replay/demo."""
+    label: str = ""
+    """Short unique name used in trajectory ids and run names (default: the model string)."""
+    decoding: dict[str, Any] = Field(default_factory=dict)
+    """Passed to litellm.completion as is: temperature, top_p, max_tokens, reasoning_effort, extra_body ..."""
+    api_base: str | None = None
+    """OpenAI-compatible server (SGLang, vLLM), e.g. http://localhost:30000/v1."""
+    api_key_env: str | None = None
+    """Name of the environment variable that holds the API key (never the key itself)."""
+    context_window_tokens: int | None = Field(default=None, gt=0)
+    """Override of litellm's model info (needed for self-hosted models)."""
+    concurrency: int = Field(default=4, ge=1)
+    """Model calls in flight for this model's provider (Prefect tag limit llm:<provider>)."""
+    context_policy: ContextPolicy | None = None
+    """Override of the campaign's context policy for this model."""
+
+    @property
+    def name(self) -> str:
+        return self.label or self.model
+
+    @property
+    def reserve_output_tokens(self) -> int:
+        value = self.decoding.get("max_tokens") or self.decoding.get("max_completion_tokens") or 0
+        return int(value)
+
+
+class ConcurrencySpec(FrozenModel):
+    """How much runs at once."""
+
+    trajectories: int = Field(default=4, ge=1)
+    """Trajectories in flight (threads of the campaign flow): generation of one overlaps judging of others."""
+    compile: int = Field(default=2, ge=1)
+    """nvcc builds at once (Prefect tag limit `compile`)."""
+    gpu_slots: dict[str, int] = Field(default_factory=dict)
+    """Per architecture: judge tasks at once (Prefect tag limit gpu:<arch>); default 1."""
+
+    @field_validator("gpu_slots")
+    @classmethod
+    def _known_archs(cls, v: dict[str, int]) -> dict[str, int]:
+        out = {}
+        for name, slots in v.items():
+            if slots < 1:
+                raise ValueError(f"gpu_slots for {name} must be >= 1")
+            out[_arch_key(name)] = slots
+        return out
+
+
+class CampaignConfig(FrozenModel):
+    """A campaign file."""
+
+    name: str = Field(min_length=1)
+    """Human name; also the campaign id unless campaign_id is given."""
+    campaign_id: str | None = None
+    """Identity: rerunning the same id resumes (skips recorded turns)."""
+    description: str = ""
+    """Free text."""
+    models: list[ModelSpec] = Field(min_length=1)
+    """Models under test."""
+    architectures: list[ArchName] = Field(default_factory=lambda: ["hopper"], min_length=1)
+    """Architecture keys or aliases (hopper/h100/h200, blackwell/b200)."""
+    problems: Literal["primary", "all"] | list[ProblemName] = "primary"
+    """Definition names, or `primary` (the paper's five) or `all`."""
+    prompt_variants: list[str] | None = None
+    """Prompt variant names; default: the prompts package's defaults for each architecture."""
+    trajectories: int = Field(default=4, ge=1)
+    """Trajectories per (model, architecture, variant, problem)."""
+    turns: int = Field(default=MAX_MODEL_CALLS, ge=1, le=MAX_MODEL_CALLS)
+    """Model calls per trajectory."""
+    target_speedup: float = Field(default=1.2, gt=0)
+    """Early stop once a correct turn reaches this speedup."""
+    context_policy: ContextPolicy = ContextPolicy.FULL
+    """What the model sees of earlier turns."""
+    language: SolutionLanguage = SolutionLanguage.CUDA
+    """Solution language."""
+    concurrency: ConcurrencySpec = Field(default_factory=ConcurrencySpec)
+    """Concurrency limits."""
+    profilers: dict[str, str] = Field(default_factory=dict)
+    """Per architecture: URL of a profiling service that judges kernels (else the local GPU, if any)."""
+    warehouse: str | None = None
+    """DuckDB file; default runs/<campaign_id>/warehouse.duckdb."""
+    mlflow_tracking_uri: str | None = None
+    """MLflow store; default sqlite under mlruns/ (absolute path)."""
+
+    @field_validator("architectures")
+    @classmethod
+    def _archs(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("an architecture is listed twice")
+        return v
+
+    @field_validator("profilers")
+    @classmethod
+    def _profiler_archs(cls, v: dict[str, str]) -> dict[str, str]:
+        return {_arch_key(k): url for k, url in v.items()}
+
+    @field_validator("problems")
+    @classmethod
+    def _problems(cls, v: list[str] | str) -> list[str] | str:
+        if not isinstance(v, str) and len(set(v)) != len(v):
+            raise ValueError("a problem is listed twice")
+        return v
+
+    @field_validator("campaign_id")
+    @classmethod
+    def _id(cls, v: str | None) -> str | None:
+        if v is not None and not _ID.match(v):
+            raise ValueError("use letters, digits, '_', '-', '.' (starting with a letter or digit)")
+        return v
+
+    @model_validator(mode="after")
+    def _unique_labels(self) -> CampaignConfig:
+        names = [m.name for m in self.models]
+        if len(set(names)) != len(names):
+            raise ValueError("two models share a label: give each a distinct `label`")
+        if self.campaign_id is None and not _ID.match(self.name):
+            raise ValueError("name is not a valid campaign id: set campaign_id")
+        return self
+
+    @property
+    def id(self) -> str:
+        return self.campaign_id or self.name
+
+    def problem_names(self) -> list[str]:
+        from ptxcore.problems import load_catalog
+
+        if isinstance(self.problems, list):
+            return list(self.problems)
+        catalog = load_catalog()
+        if self.problems == "all":
+            return sorted(catalog)
+        return sorted(n for n, p in catalog.items() if p.extension.primary)
+
+
+def _wrap(exc: ValueError) -> CampaignConfigError:
+    return CampaignConfigError(str(exc))
+
+
+def parse_campaign(text: str, where: str = "<campaign>") -> CampaignConfig:
+    try:
+        return parse_yaml_model(text, CampaignConfig, where=where)
+    except YamlModelError as exc:
+        raise _wrap(exc) from exc
+    except UnknownArchitectureError as exc:  # raised outside pydantic's error collection
+        raise CampaignConfigError(f"{where}: {exc}") from exc
+
+
+def load_campaign(path: Path | str) -> tuple[CampaignConfig, str]:
+    """The validated config and the file's text (recorded with the campaign)."""
+    path = Path(path)
+    if not path.is_file():
+        raise CampaignConfigError(f"no such campaign file: {path}")
+    text = path.read_text()
+    return parse_campaign(text, where=str(path)), text
+
+
+def config_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+__all__ = ["CampaignConfig", "CampaignConfigError", "ConcurrencySpec", "ModelSpec", "config_sha256",
+           "load_campaign", "load_yaml_model", "parse_campaign"]

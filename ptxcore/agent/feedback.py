@@ -1,0 +1,113 @@
+"""The feedback message of one turn (ARCHITECTURE.md, "Feedback to the model").
+
+Status; compiler or runtime errors (trimmed); the ptxas register / shared-memory / spill report; max
+abs/rel error for wrong results; latency and speedup for correct ones; whether the target instructions
+were found. It is built only from the compile result and the judge envelope, so it cannot carry the
+reference implementation's source; seed values that a judge log might mention are redacted.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ptxcore.schema import (
+    CompileResult,
+    CompileStatus,
+    EvaluationStatus,
+    PtxasResources,
+    StaticTarget,
+    TargetInstruction,
+)
+
+from .types import TurnEvaluation
+
+LOG_LIMIT_CHARS = 4000
+_SEED = re.compile(r"(?i)\b(seed)(\s*[=:]\s*|\s+)(-?\d+)")
+
+_TARGET_TEXT = {
+    TargetInstruction.EXECUTED: "executed (verified with Nsight Compute)",
+    TargetInstruction.NOT_EXECUTED: "present in the binary but NOT executed",
+    TargetInstruction.ABSENT: "NOT found in the binary",
+    TargetInstruction.UNKNOWN: "unknown",
+}
+
+
+def trim(text: str, limit: int = LOG_LIMIT_CHARS) -> str:
+    """Keep the head (first errors matter most), drop blank lines, redact seeds."""
+    text = _SEED.sub(lambda m: f"{m.group(1)}=<hidden>", text or "")
+    text = "\n".join(ln.rstrip() for ln in text.splitlines() if ln.strip())
+    if len(text) > limit:
+        text = text[:limit] + f"\n... [{len(text) - limit} more characters trimmed]"
+    return text
+
+
+def resources_lines(resources: PtxasResources) -> list[str]:
+    lines = []
+    for k in resources.kernels:
+        lines.append(
+            f"  {k.function}: {k.registers} registers, {k.shared_bytes} bytes static shared memory, "
+            f"{k.spill_store_bytes} bytes spill stores, {k.spill_load_bytes} bytes spill loads, "
+            f"{k.stack_frame_bytes} bytes stack frame"
+        )
+    lines += [f"  ptxas warning: {w}" for w in resources.performance_warnings]
+    return (["ptxas resource usage:", *lines]) if lines else []
+
+
+def _compile_section(compile: CompileResult | None) -> list[str]:
+    if compile is None:
+        return []
+    if compile.status is CompileStatus.REJECTED:
+        return [f"Rejected before compiling: {compile.reason}"]
+    lines = []
+    if compile.status is CompileStatus.COMPILE_ERROR:
+        lines += ["Compiler output (trimmed):", trim(compile.log) or compile.reason]
+    return lines + resources_lines(compile.resources)
+
+
+def _target_line(ev: TurnEvaluation, arch: str) -> str:
+    families = ""
+    if ev.sass is not None and ev.sass.required_families:
+        families = f" ({'/'.join(ev.sass.required_families)})"
+    text = _TARGET_TEXT[ev.target_instruction]
+    if ev.target_instruction is TargetInstruction.UNKNOWN and ev.sass is not None:
+        counted = ", ".join(f"{k}={v}" for k, v in sorted(ev.sass.family_counts.items()) if v)
+        static = "present" if ev.sass.target_static is StaticTarget.PRESENT else "absent"
+        text = f"not verified at run time; static disassembly: {static}" + (f" ({counted})" if counted else "")
+    return f"Target {arch} instructions{families}: {text}"
+
+
+def _judge_section(ev: TurnEvaluation) -> list[str]:
+    judge = ev.judge
+    if judge is None:
+        return []
+    lines: list[str] = []
+    if ev.status is EvaluationStatus.NOT_EVALUATED:
+        return [f"Not evaluated on a GPU: {judge.reason or 'no GPU judge available'}. "
+                "No correctness or timing is known for this kernel."]
+    if ev.status is EvaluationStatus.PASSED and judge.performance is not None:
+        p = judge.performance
+        lines.append(
+            f"Correct. Latency {p.latency_ms:.4f} ms; baseline {p.reference_latency_ms:.4f} ms; "
+            f"speedup {p.speedup_factor:.3f}x"
+        )
+    elif judge.correctness is not None and ev.status is not EvaluationStatus.PASSED:
+        c = judge.correctness
+        lines.append(f"max_abs_error={c.max_absolute_error:.6g}, max_rel_error={c.max_relative_error:.6g}")
+    if judge.reason and ev.status is not EvaluationStatus.PASSED:
+        lines.append(f"Reason: {trim(judge.reason, 500)}")
+    if judge.sanitizer is not None and judge.sanitizer.errors:
+        lines += [f"compute-sanitizer: {judge.sanitizer.errors} errors", trim(judge.sanitizer.report)]
+    if judge.log and ev.status is not EvaluationStatus.PASSED:
+        lines += ["Log (trimmed):", trim(judge.log)]
+    return lines
+
+
+def format_feedback(evaluation: TurnEvaluation, arch: str) -> str:
+    """One feedback message for a turn whose kernel was extracted."""
+    ev = evaluation
+    lines = [f"Status: {ev.status.value}"]
+    lines += _compile_section(ev.compile)
+    lines += _judge_section(ev)
+    if ev.compile is not None and ev.compile.status is CompileStatus.COMPILED:
+        lines.append(_target_line(ev, arch))
+    return "\n".join(line for line in lines if line)

@@ -1,0 +1,91 @@
+"""Load a YAML file into a pydantic model; errors name the file, the line and the bad key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class YamlModelError(ValueError):
+    """A YAML file that does not parse or does not validate; the message is one line."""
+
+
+def _node_at(root: yaml.Node | None, loc: tuple[Any, ...]) -> tuple[yaml.Node | None, bool]:
+    """The deepest node along `loc`, and whether `loc`'s last key was found as a mapping key."""
+    node = root
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next((kv for kv in node.value if kv[0].value == str(part)), None)
+            if match is None:
+                return node, False
+            node = match[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            return node, False
+    return node, True
+
+
+def _key_node(root: yaml.Node | None, loc: tuple[Any, ...]) -> yaml.Node | None:
+    """For an unknown or wrong key, the key node itself (its line is the most useful)."""
+    parent, _ = _node_at(root, loc[:-1])
+    if isinstance(parent, yaml.MappingNode) and loc:
+        for key, _value in parent.value:
+            if key.value == str(loc[-1]):
+                return key
+    return None
+
+
+def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Drop pydantic's union-branch and validator tags (e.g. `literal['a']`, `function-after[...]`)."""
+    return tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p.startswith("function-"))))
+
+
+def _located(root: yaml.Node | None, err: dict[str, Any]) -> tuple[int, tuple[Any, ...], str]:
+    loc = _clean_loc(tuple(err["loc"]))
+    node = _key_node(root, loc) if err["type"] == "extra_forbidden" else None
+    if node is None:
+        node, _ = _node_at(root, loc)
+    line = node.start_mark.line + 1 if node is not None else 0
+    msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+    return line, loc, msg
+
+
+def describe_errors(where: str, root: yaml.Node | None, errors: list[dict[str, Any]]) -> str:
+    """The first problem in file order (for a union, the branch that got deepest), as one line."""
+    located = [_located(root, e) for e in errors]
+    deepest = [x for x in located
+               if not any(len(y[1]) > len(x[1]) and y[1][: len(x[1])] == x[1] for y in located)]
+    line, loc, msg = min(deepest, key=lambda x: x[0])
+    key = ".".join(str(p) for p in loc) or "(top level)"
+    where_line = f"{where}:{line}" if line else where
+    more = f" (and {len(deepest) - 1} more)" if len(deepest) > 1 else ""
+    return f"{where_line}: {key}: {msg}{more}"
+
+
+def parse_yaml_model(text: str, model: type[M], where: str = "<yaml>") -> M:
+    """Validate YAML text against `model`; the first error becomes a one-line YamlModelError."""
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise YamlModelError(f"{where}{line}: invalid YAML: {problem}") from exc
+    if data is None:
+        raise YamlModelError(f"{where}: empty file")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise YamlModelError(describe_errors(where, root, exc.errors())) from exc
+
+
+def load_yaml_model(path: Path | str, model: type[M]) -> M:
+    path = Path(path)
+    return parse_yaml_model(path.read_text(), model, where=str(path))
