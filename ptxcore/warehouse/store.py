@@ -192,9 +192,12 @@ class Warehouse:
 
     def _write_turns(self, records: list[TurnRecord]) -> None:
         envs, kernels, turns, evals, evidence = [], [], [], [], []
+        env_rows: dict[int, dict[str, Any]] = {}  # by object id: records often share one environment
         for rec in records:
-            env = R.environment_row(rec.environment)
-            envs.append(env)
+            env = env_rows.get(id(rec.environment))
+            if env is None:
+                env = env_rows[id(rec.environment)] = R.environment_row(rec.environment)
+                envs.append(env)
             turns.append(R.turn_row(rec, env["sha256"]))
             if rec.kernel_text is not None:
                 kernels.append({"sha256": turns[-1]["kernel_key"], "text": rec.kernel_text,

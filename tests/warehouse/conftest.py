@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from ptxcore.schema import (
@@ -83,3 +86,39 @@ def campaign(campaign_id: str = "c1") -> CampaignRecord:
 def wh(tmp_path):
     with Warehouse(tmp_path / "w.duckdb") as w:
         yield w
+
+
+REPO = Path(__file__).resolve().parents[2]
+EXCERPT_CSV = REPO / "tests" / "fixtures" / "data" / "ptxbench_per_turn_excerpt.csv"
+
+
+def full_csv_path():
+    """The published per-turn CSV outside the repository (../shared/data), or None (clean CI clones)."""
+    base = Path(os.environ.get("PTXBENCH_SHARED_DATA", REPO.parent / "shared" / "data"))
+    path = base / "ptxbench_per_turn.csv"
+    return path if path.is_file() else None
+
+
+@pytest.fixture(scope="session")
+def excerpt_db(tmp_path_factory):
+    """A warehouse holding the committed excerpt (ten complete runs)."""
+    from ptxcore.warehouse.ptxbench_import import import_ptxbench_csv
+
+    path = tmp_path_factory.mktemp("excerpt") / "w.duckdb"
+    with Warehouse(path) as w:
+        import_ptxbench_csv(w, str(EXCERPT_CSV))
+    return path
+
+
+@pytest.fixture(scope="session")
+def full_db(tmp_path_factory):
+    """A warehouse holding all 13,674 published turns; skips where the CSV is absent."""
+    from ptxcore.warehouse.ptxbench_import import import_ptxbench_csv
+
+    csv_path = full_csv_path()
+    if csv_path is None:
+        pytest.skip("../shared/data/ptxbench_per_turn.csv not present (clean clone)")
+    path = tmp_path_factory.mktemp("full") / "w.duckdb"
+    with Warehouse(path) as w:
+        import_ptxbench_csv(w, str(csv_path))
+    return path

@@ -1,0 +1,152 @@
+"""The paper's table layouts, built from `ptxcore.metrics` results (no I/O here).
+
+- Tables 1 / 8: per architecture, one row per model, one column per problem; a cell reads
+  "target a / b / c (all d / e / f)": target-instruction turn correctness rate at k = 1 / 4 / 8, then the
+  plain turn correctness rate, in percent; "–" for zero.
+- Tables 7 / 9: the same layout with best speedups (target-instruction best, then best over all
+  correct turns); "–" when no turn qualifies.
+- Table 3 style: the Table 1 cell per prompt variant (rows model / arch / variant).
+- Table 4 style: one row per condition (model, arch), the k = 8 cell per problem plus the mean.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from ptxcore.metrics import TurnMetrics, TurnOutcome, VariantSpread
+from ptxcore.schema import FrozenModel
+
+DASH = "–"
+
+
+class ReportError(ValueError):
+    """The selection cannot be laid out (e.g. two runs for one table cell)."""
+
+
+class Table(FrozenModel):
+    """A rendered table: a title, a header row and string cells."""
+
+    title: str
+    """Caption."""
+    header: list[str]
+    """Column names."""
+    rows: list[list[str]]
+    """Cells, row by row."""
+    key: str = ""
+    """Stable identifier (anchor in HTML)."""
+
+
+def fmt_rate(x: float | None) -> str:
+    """A rate as a percentage with one decimal; "–" for zero or missing."""
+    return DASH if not x else f"{100 * x:.1f}"
+
+
+def fmt_speedup(x: float | None) -> str:
+    """A speedup with two decimals; "–" when no turn qualifies."""
+    return DASH if not x else f"{x:.2f}"
+
+
+def triple_cell(target: Sequence[str], allv: Sequence[str]) -> str:
+    return f"target {' / '.join(target)} (all {' / '.join(allv)})"
+
+
+def _index(metrics: Iterable[TurnMetrics], with_variant: bool = False) -> dict[tuple, dict[int, TurnMetrics]]:
+    """(model, arch[, variant], definition) -> {k: metrics}; refuses two runs for one cell."""
+    cells: dict[tuple, dict[int, TurnMetrics]] = defaultdict(dict)
+    runs: dict[tuple, str] = {}
+    for m in metrics:
+        key = (m.model, m.arch, m.prompt_variant, m.definition) if with_variant else (m.model, m.arch, m.definition)
+        if runs.setdefault(key, m.run) != m.run:
+            raise ReportError(
+                f"two runs for {m.model} / {m.arch} / {m.definition}: {runs[key]} and {m.run}; select one of them"
+            )
+        cells[key][m.k] = m
+    return cells
+
+
+def _cell(by_k: dict[int, TurnMetrics], ks: Sequence[int], speed: bool) -> str:
+    if speed:
+        return triple_cell([fmt_speedup(by_k[k].target_best_speedup) for k in ks],
+                           [fmt_speedup(by_k[k].best_speedup) for k in ks])
+    return triple_cell([fmt_rate(by_k[k].target_turn_correct_rate) for k in ks],
+                       [fmt_rate(by_k[k].turn_correct_rate) for k in ks])
+
+
+def _layout(metrics: Sequence[TurnMetrics], ks: Sequence[int], speed: bool, title: str, key: str) -> list[Table]:
+    cells = _index(metrics)
+    tables = []
+    for arch in sorted({m.arch for m in metrics}):
+        defs = sorted({d for (_, a, d) in cells if a == arch})
+        models = sorted({mo for (mo, a, _) in cells if a == arch})
+        rows = [[model] + [_cell(cells[(model, arch, d)], ks, speed) if (model, arch, d) in cells else ""
+                           for d in defs] for model in models]
+        tables.append(Table(title=f"{title} — {arch}", header=["model", *defs], rows=rows, key=f"{key}_{arch}"))
+    return tables
+
+
+def correctness_tables(metrics: Sequence[TurnMetrics], ks: Sequence[int] = (1, 4, 8)) -> list[Table]:
+    """Tables 1 / 8: turn correctness rates (percent) per architecture."""
+    return _layout(metrics, ks, False, f"Turn correctness rate, % (k = {' / '.join(map(str, ks))})", "table1")
+
+
+def speedup_tables(metrics: Sequence[TurnMetrics], ks: Sequence[int] = (1, 4, 8)) -> list[Table]:
+    """Tables 7 / 9: best speedups per architecture."""
+    return _layout(metrics, ks, True, f"Best speedup (k = {' / '.join(map(str, ks))})", "table7")
+
+
+def prompt_level_table(by_variant: Sequence[TurnMetrics], ks: Sequence[int] = (1, 4, 8)) -> Table:
+    """Table 3 style: the correctness cell per prompt variant."""
+    cells = _index(by_variant, with_variant=True)
+    defs = sorted({k[3] for k in cells})
+    rows = []
+    for model, arch, variant in sorted({k[:3] for k in cells}):
+        rows.append([model, arch, variant or ""] + [
+            _cell(cells[(model, arch, variant, d)], ks, False) if (model, arch, variant, d) in cells else ""
+            for d in defs])
+    return Table(title="Turn correctness rate by prompt variant, %", header=["model", "arch", "variant", *defs],
+                 rows=rows, key="table3")
+
+
+def condition_table(metrics: Sequence[TurnMetrics], k: int = 8) -> Table:
+    """Table 4 style: per condition (model, arch) the k-turn cell per problem and the mean over problems."""
+    cells = _index(metrics)
+    defs = sorted({d for (_, _, d) in cells})
+    rows = []
+    for model, arch in sorted({(mo, a) for (mo, a, _) in cells}):
+        present = [cells[(model, arch, d)][k] for d in defs if (model, arch, d) in cells]
+        cols = [f"target {fmt_rate(cells[(model, arch, d)][k].target_turn_correct_rate)} "
+                f"(all {fmt_rate(cells[(model, arch, d)][k].turn_correct_rate)})"
+                if (model, arch, d) in cells else "" for d in defs]
+        mean_t = sum(m.target_turn_correct_rate for m in present) / len(present)
+        mean_a = sum(m.turn_correct_rate for m in present) / len(present)
+        rows.append([model, arch, *cols, f"target {fmt_rate(mean_t)} (all {fmt_rate(mean_a)})"])
+    return Table(title=f"Turn correctness rate by condition, % (k = {k})", header=["condition", "arch", *defs, "mean"],
+                 rows=rows, key="table4")
+
+
+def variant_spread_table(spread: Sequence[VariantSpread], k: int = 8) -> Table:
+    """Mean [min–max] across prompt variants of the k-turn rates."""
+    rows = []
+    for s in sorted((s for s in spread if s.k == k), key=lambda s: (s.arch, s.model, s.definition, s.run)):
+        rows.append([s.model, s.arch, s.definition, str(s.n_variants),
+                     f"{fmt_rate(s.target_turn_correct_rate_mean)} [{fmt_rate(s.target_turn_correct_rate_min)}"
+                     f"–{fmt_rate(s.target_turn_correct_rate_max)}]",
+                     f"{fmt_rate(s.turn_correct_rate_mean)} [{fmt_rate(s.turn_correct_rate_min)}"
+                     f"–{fmt_rate(s.turn_correct_rate_max)}]"])
+    return Table(title=f"Spread across prompt variants (k = {k}): mean [min–max], %",
+                 header=["model", "arch", "problem", "variants", "target", "all"], rows=rows, key="variant_spread")
+
+
+def status_table(outcomes: Sequence[TurnOutcome]) -> Table:
+    """Share of each turn status per (model, arch), percent of that row's turns."""
+    counts: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for o in outcomes:
+        counts[(o.model, o.arch)][o.status.value] += 1
+    statuses = sorted({s for c in counts.values() for s in c})
+    rows = []
+    for (model, arch), c in sorted(counts.items()):
+        total = sum(c.values())
+        rows.append([model, arch, str(total)] + [fmt_rate(c.get(s, 0) / total) for s in statuses])
+    return Table(title="Turn statuses, % of turns", header=["model", "arch", "turns", *statuses], rows=rows,
+                 key="statuses")
