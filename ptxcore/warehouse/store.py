@@ -147,8 +147,9 @@ class Warehouse:
         """Replace rows of any table by its key (used by importers); returns rows written."""
         if table not in _KEYS:
             raise WarehouseError(f"unknown table {table}")
-        self._write(self._replace, table, rows)
-        return len(rows)
+        unique = list({tuple(r[c] for c in _KEYS[table]): r for r in rows}.values())  # last one wins
+        self._write(self._replace, table, unique)
+        return len(unique)
 
     # -- campaigns and trajectories --------------------------------------------------------------
     def upsert_campaign(self, rec: CampaignRecord) -> None:
