@@ -1,0 +1,64 @@
+"""JudgeConfig: the evaluation protocol's knobs (ARCHITECTURE.md "Evaluation protocol"), all recorded."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+
+from ptxcore.schema import FrozenModel
+
+
+def default_cache_root() -> Path:
+    """$PTXBENCH_CACHE_DIR, else ~/.cache/ptxbench (compile cache lives in <root>/compile)."""
+    env = os.environ.get("PTXBENCH_CACHE_DIR")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ptxbench"
+
+
+class JudgeConfig(FrozenModel):
+    """How one candidate is judged. Defaults are the protocol of ARCHITECTURE.md."""
+
+    trials: int = Field(default=3, ge=1)
+    """Correctness/timing trials, each with fresh seeded inputs and fresh buffers."""
+    warmup: int = Field(default=10, ge=0)
+    """Warm-up calls per trial (verified, not timed)."""
+    iters: int = Field(default=50, ge=1)
+    """Timed calls per trial (each verified); the trial's latency is their median."""
+    atol: float | None = None
+    """Absolute tolerance; None = the problem's."""
+    rtol: float | None = None
+    """Relative tolerance; None = the problem's."""
+    matched_ratio: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Fraction of elements that must match; None = the problem's (1.0)."""
+    permute_inputs: bool = True
+    """Give every warm-up/timed call a fresh batch permutation of the trial's inputs (anti-caching)."""
+    sanitizer: bool = True
+    """Run the compute-sanitizer memcheck gate."""
+    sanitizer_max_runs: int = Field(default=2, ge=1)
+    """memcheck runs at most (a second run only when the first was inconclusive)."""
+    sanitizer_timeout_s: float = Field(default=600.0, gt=0)
+    """Wall-clock limit of one memcheck run, seconds."""
+    sanitizer_calls: int = Field(default=1, ge=1)
+    """Candidate calls made under memcheck."""
+    ncu: bool = True
+    """Profile static positives with Nsight Compute to prove the target instructions executed."""
+    ncu_timeout_s: float = Field(default=600.0, gt=0)
+    """Wall-clock limit of one ncu run, seconds."""
+    call_timeout_s: float = Field(default=30.0, gt=0)
+    """Wall-clock limit of one candidate call (hang -> TIMEOUT), seconds."""
+    startup_timeout_s: float = Field(default=120.0, gt=0)
+    """Wall-clock limit for the child process to start and load the module, seconds."""
+    throttle_retries: int = Field(default=2, ge=0)
+    """Times a trial measured under thermal/power throttling is repeated before it is reported flagged."""
+    build_timeout_s: float = Field(default=300.0, gt=0)
+    """nvcc limit on the GPU host, seconds."""
+    cache_dir: Path | None = None
+    """Cache root (compile, reference latency, ncu evidence); None = $PTXBENCH_CACHE_DIR or ~/.cache."""
+    device: int = Field(default=0, ge=0)
+    """CUDA device ordinal."""
+
+    def cache_root(self) -> Path:
+        return self.cache_dir if self.cache_dir is not None else default_cache_root()

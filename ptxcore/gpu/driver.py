@@ -1,0 +1,135 @@
+"""A few CUDA driver API calls through ctypes (stdlib only: the candidate child imports no torch/cupy).
+
+Used by the isolated child (context, IPC mapping, synchronisation, persisting-L2 reset) and by
+`gpu_available()` on any machine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from functools import lru_cache
+
+CUDA_SUCCESS = 0
+CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1
+IPC_HANDLE_BYTES = 64
+
+
+class CudaDriverError(RuntimeError):
+    """A driver call failed; `code` is the CUresult."""
+
+    def __init__(self, call: str, code: int, text: str) -> None:
+        super().__init__(f"{call} failed: {text} (CUresult {code})")
+        self.call, self.code, self.text = call, code, text
+
+
+class CUipcMemHandle(ctypes.Structure):
+    _fields_ = [("reserved", ctypes.c_char * IPC_HANDLE_BYTES)]
+
+
+@lru_cache(maxsize=1)
+def _lib() -> ctypes.CDLL | None:
+    for name in ("libcuda.so.1", "libcuda.so"):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+def _sym(name: str, *fallbacks: str):
+    lib = _lib()
+    if lib is None:
+        raise CudaDriverError(name, -1, "libcuda not found")
+    for n in (name, *fallbacks):
+        try:
+            return getattr(lib, n)
+        except AttributeError:
+            continue
+    raise CudaDriverError(name, -1, "symbol not found in libcuda")
+
+
+def error_text(code: int) -> str:
+    try:
+        fn = _sym("cuGetErrorString")
+    except CudaDriverError:
+        return f"CUresult {code}"
+    out = ctypes.c_char_p()
+    if fn(ctypes.c_int(code), ctypes.byref(out)) != CUDA_SUCCESS or not out.value:
+        return f"CUresult {code}"
+    return out.value.decode(errors="replace")
+
+
+def check(call: str, code: int) -> None:
+    if code != CUDA_SUCCESS:
+        raise CudaDriverError(call, code, error_text(code))
+
+
+def gpu_available() -> bool:
+    """libcuda loads, cuInit succeeds and at least one device is visible."""
+    if os.environ.get("PTXBENCH_FORCE_NO_GPU"):
+        return False
+    if _lib() is None:
+        return False
+    try:
+        check("cuInit", _sym("cuInit")(0))
+        count = ctypes.c_int(0)
+        check("cuDeviceGetCount", _sym("cuDeviceGetCount")(ctypes.byref(count)))
+    except CudaDriverError:
+        return False
+    return count.value > 0
+
+
+def driver_version() -> str:
+    """CUDA driver API version, e.g. 13000 -> '13.0'."""
+    v = ctypes.c_int(0)
+    check("cuDriverGetVersion", _sym("cuDriverGetVersion")(ctypes.byref(v)))
+    return f"{v.value // 1000}.{(v.value % 1000) // 10}"
+
+
+def init_primary_context(device: int) -> None:
+    """cuInit, retain the device's primary context (the runtime API's) and make it current."""
+    check("cuInit", _sym("cuInit")(0))
+    dev = ctypes.c_int(0)
+    check("cuDeviceGet", _sym("cuDeviceGet")(ctypes.byref(dev), device))
+    ctx = ctypes.c_void_p()
+    check("cuDevicePrimaryCtxRetain", _sym("cuDevicePrimaryCtxRetain")(ctypes.byref(ctx), dev))
+    check("cuCtxSetCurrent", _sym("cuCtxSetCurrent")(ctx))
+
+
+def synchronize() -> None:
+    """cuCtxSynchronize: raises CudaDriverError with the sticky error of a faulting kernel."""
+    check("cuCtxSynchronize", _sym("cuCtxSynchronize")())
+
+
+def ipc_open(handle: bytes) -> int:
+    """Map another process's allocation; returns the device pointer in this context."""
+    if len(handle) != IPC_HANDLE_BYTES:
+        raise ValueError(f"IPC handle must be {IPC_HANDLE_BYTES} bytes, got {len(handle)}")
+    h = CUipcMemHandle()
+    ctypes.memmove(ctypes.addressof(h), handle, IPC_HANDLE_BYTES)
+    ptr = ctypes.c_uint64(0)
+    fn = _sym("cuIpcOpenMemHandle_v2", "cuIpcOpenMemHandle")
+    check("cuIpcOpenMemHandle", fn(ctypes.byref(ptr), h, ctypes.c_uint(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)))
+    return ptr.value
+
+
+def ipc_close(ptr: int) -> None:
+    check("cuIpcCloseMemHandle", _sym("cuIpcCloseMemHandle")(ctypes.c_uint64(ptr)))
+
+
+def mem_alloc(nbytes: int) -> int:
+    ptr = ctypes.c_uint64(0)
+    check("cuMemAlloc", _sym("cuMemAlloc_v2", "cuMemAlloc")(ctypes.byref(ptr), ctypes.c_size_t(nbytes)))
+    return ptr.value
+
+
+def memset_d8_async(ptr: int, value: int, nbytes: int, stream: int = 0) -> None:
+    fn = _sym("cuMemsetD8Async")
+    check("cuMemsetD8Async", fn(ctypes.c_uint64(ptr), ctypes.c_ubyte(value), ctypes.c_size_t(nbytes),
+                                 ctypes.c_void_p(stream)))
+
+
+def reset_persisting_l2() -> None:
+    """Return every persisting L2 line to normal (a candidate may not keep data hot across calls)."""
+    check("cuCtxResetPersistingL2Cache", _sym("cuCtxResetPersistingL2Cache")())
