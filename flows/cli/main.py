@@ -8,7 +8,10 @@ import os
 import typer
 
 from . import problems as problems_cmd
+from . import report as report_cmd
+from . import warehouse as warehouse_cmd
 from .compile import compile_command
+from .sql import sql_command
 
 app = typer.Typer(
     name="ptxbench",
@@ -19,6 +22,9 @@ app = typer.Typer(
 )
 app.add_typer(problems_cmd.app, name="problems")
 app.command("compile")(compile_command)
+app.add_typer(warehouse_cmd.app, name="warehouse")
+app.add_typer(report_cmd.app, name="report")
+app.command("sql")(sql_command)
 
 
 @app.callback()

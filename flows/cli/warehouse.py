@@ -1,0 +1,100 @@
+"""`ptxbench warehouse import-ptxbench|export|export-traces|import-traces`: the DuckDB warehouse."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import typer
+
+from .errors import UserError, one_line_errors
+
+app = typer.Typer(help="The DuckDB warehouse: imports, Parquet export, FlashInfer-Trace interchange.",
+                  no_args_is_help=True)
+
+DB_OPTION = typer.Option(..., "--db", envvar="PTXBENCH_DB", help="Warehouse file (DuckDB); env PTXBENCH_DB.")
+
+
+@contextlib.contextmanager
+def warehouse_errors() -> Iterator[None]:
+    """Turn the warehouse's expected errors into one-line user errors."""
+    from ptxcore.report import ReportError
+    from ptxcore.warehouse import WarehouseError
+    from ptxcore.warehouse.interchange import InterchangeError
+    from ptxcore.warehouse.ptxbench_import import PTXBenchImportError
+
+    try:
+        yield
+    except (WarehouseError, PTXBenchImportError, InterchangeError, ReportError) as exc:
+        raise UserError(str(exc).strip().splitlines()[0]) from exc
+
+
+def open_warehouse(db: str, read_only: bool):
+    from ptxcore.warehouse import Warehouse
+
+    if read_only and not Path(db).is_file():
+        raise UserError(f"no warehouse at {db}")
+    return Warehouse(db, read_only=read_only)
+
+
+@contextlib.contextmanager
+def stage(label: str) -> Iterator[None]:
+    """A spinner on stderr while one stage runs (rich), then its wall time."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    t0 = time.perf_counter()
+    with console.status(label):
+        yield
+    console.print(f"{label} done in {time.perf_counter() - t0:.2f} s")
+
+
+@app.command("import-ptxbench")
+@one_line_errors
+def import_ptxbench(csv: str = typer.Argument(..., help="The authors' per-turn CSV (ptxbench_per_turn.csv)."),
+                    db: str = DB_OPTION) -> None:
+    """Import the PTXBench authors' per-turn results: one run (campaign) per exp_dir."""
+    from ptxcore.warehouse.ptxbench_import import import_ptxbench_csv
+
+    if not Path(csv).is_file():
+        raise UserError(f"no such file: {csv}")
+    with warehouse_errors(), stage(f"importing {csv}"), open_warehouse(db, read_only=False) as wh:
+        counts = import_ptxbench_csv(wh, csv)
+    typer.echo(f"imported {counts['turns']} turns, {counts['trajectories']} trajectories, {counts['runs']} runs into {db}")
+
+
+@app.command("export")
+@one_line_errors
+def export(db: str = DB_OPTION, out: str = typer.Option(..., "--out", help="Folder for <table>.parquet files.")) -> None:
+    """Write every warehouse table as Parquet."""
+    with warehouse_errors(), stage("exporting Parquet"), open_warehouse(db, read_only=True) as wh:
+        paths = wh.export_parquet(Path(out))
+    for p in paths:
+        typer.echo(str(p))
+
+
+@app.command("export-traces")
+@one_line_errors
+def export_traces(campaign: str = typer.Argument(..., help="Campaign id."), db: str = DB_OPTION,
+                  out: str = typer.Option(..., "--out", help="Dataset folder to write.")) -> None:
+    """Export a campaign's evaluations as a FlashInfer-Trace dataset (definitions, workloads, solutions, traces)."""
+    from ptxcore.warehouse.interchange import export_campaign_traces
+
+    with warehouse_errors(), stage(f"exporting {campaign}"), open_warehouse(db, read_only=True) as wh:
+        counts = export_campaign_traces(wh, campaign, Path(out))
+    typer.echo(f"wrote {counts['traces']} traces, {counts['solutions']} solutions, {counts['definitions']} definitions "
+               f"to {out} ({counts['skipped_turns']} turns without a verdict or kernel skipped)")
+
+
+@app.command("import-traces")
+@one_line_errors
+def import_traces(folder: str = typer.Argument(..., help="FlashInfer-Trace dataset folder (e.g. problems/)."),
+                  db: str = DB_OPTION) -> None:
+    """Import definitions, workloads, solutions and traces of a FlashInfer-Trace dataset folder."""
+    from ptxcore.warehouse.interchange import import_dataset
+
+    with warehouse_errors(), stage(f"importing {folder}"), open_warehouse(db, read_only=False) as wh:
+        counts = import_dataset(wh, Path(folder))
+    typer.echo(", ".join(f"{v} {k}" for k, v in counts.items()) + f" imported into {db}")

@@ -1,0 +1,96 @@
+"""Assemble a report (Markdown + HTML + PNGs) from turn outcomes; the caller reads them from the warehouse."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ptxcore.metrics import (
+    TURN_LIMITS,
+    TurnOutcome,
+    fast_p_bands,
+    fast_p_curves,
+    turn_metrics,
+    variant_spread,
+)
+from ptxcore.schema import EvaluationStatus
+
+from . import plots
+from .render import Figure, ReportDoc, to_html, to_markdown
+from .tables import (
+    ReportError,
+    condition_table,
+    correctness_tables,
+    prompt_level_table,
+    speedup_tables,
+    status_table,
+    variant_spread_table,
+)
+
+log = logging.getLogger(__name__)
+
+DEFINITIONS_NOTE = (
+    "Turn correctness rate @k = correct turns among the first k turns of every trajectory / (trajectories × k); "
+    "target-instruction rate counts only correct turns whose architecture-specific instructions were verified "
+    "to execute (unknown counts as not executed). Best speedup @k = best speedup over those turns. Cells read "
+    "\"target a / b / c (all d / e / f)\" for k = 1 / 4 / 8; \"–\" means zero (or no qualifying turn). "
+    "Trajectories that stopped early keep their unplayed turns in the denominator."
+)
+
+STEPS = ("metrics", "tables", "fast_p_inst.png", "fast_p.png", "status_by_turn.png", "transitions.png",
+         "reasoning_vs_speedup.png", "write")
+"""Progress steps reported through `on_step`."""
+
+
+def _notes(outcomes: Sequence[TurnOutcome]) -> list[str]:
+    runs = sorted({o.run for o in outcomes})
+    trajectories = {(o.run, o.trajectory_id) for o in outcomes}
+    unjudged = sum(o.status in (EvaluationStatus.NOT_EVALUATED, EvaluationStatus.INFRA_ERROR) for o in outcomes)
+    shown = ", ".join(runs[:12]) + (f", … ({len(runs)} in all)" if len(runs) > 12 else "")
+    notes = [f"Runs: {shown}. {len(trajectories)} trajectories, {len(outcomes)} turns, "
+             f"models: {', '.join(sorted({o.model for o in outcomes}))}; "
+             f"architectures: {', '.join(sorted({o.arch for o in outcomes}))}.", DEFINITIONS_NOTE]
+    if unjudged:
+        notes.append(f"{unjudged} turns were not evaluated (NOT_EVALUATED: no GPU judge, or INFRA_ERROR); they count "
+                     "as played but not correct, so the rates are lower bounds for these runs.")
+    return notes
+
+
+def build_report(outcomes: Sequence[TurnOutcome], out_dir: Path, title: str,
+                 on_step: Callable[[str], None] = lambda step: None) -> list[Path]:
+    """Write report.md, report.html and the PNGs into out_dir; returns the written paths."""
+    if not outcomes:
+        raise ReportError("no turns to report")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    on_step("metrics")
+    metrics = turn_metrics(outcomes, TURN_LIMITS)
+    by_variant = turn_metrics(outcomes, TURN_LIMITS, by_variant=True)
+    bands = fast_p_bands(fast_p_curves(outcomes))
+    on_step("tables")
+    tables = [*correctness_tables(metrics), *speedup_tables(metrics), prompt_level_table(by_variant),
+              condition_table(metrics), variant_spread_table(variant_spread(by_variant)), status_table(outcomes)]
+    figures = [
+        ("fast_p_inst.png", "Figure 2 style: Fast_p^Inst per problem, mean over prompt variants with min–max band",
+         lambda p: plots.plot_fast_p(bands, p, inst=True)),
+        ("fast_p.png", "Fast_p (any correct turn) per problem, mean over prompt variants with min–max band",
+         lambda p: plots.plot_fast_p(bands, p, inst=False)),
+        ("status_by_turn.png", "Figures 7/9 style: status mix at every turn index",
+         lambda p: plots.plot_status_by_turn(outcomes, p)),
+        ("transitions.png", "Figures 7/9 style: error-state transitions between consecutive turns",
+         lambda p: plots.plot_transitions(outcomes, p)),
+        ("reasoning_vs_speedup.png", "Figure 15 style: reasoning tokens vs speedup",
+         lambda p: plots.plot_reasoning_vs_speedup(outcomes, p)),
+    ]
+    written = []
+    for name, _, draw in figures:
+        on_step(name)
+        written.append(draw(out_dir / name))
+    on_step("write")
+    doc = ReportDoc(title=title, notes=_notes(outcomes), tables=tables,
+                    figures=[Figure(file=name, caption=caption) for name, caption, _ in figures])
+    (out_dir / "report.md").write_text(to_markdown(doc))
+    (out_dir / "report.html").write_text(to_html(doc))
+    log.info("report for %d turns written to %s", len(outcomes), out_dir)
+    return [out_dir / "report.md", out_dir / "report.html", *written]
