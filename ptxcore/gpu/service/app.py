@@ -1,0 +1,141 @@
+"""The HTTP face of the profiling service (FastAPI). Endpoint names follow FIBServe where they fit:
+POST /evaluate, /sanitize, /profile submit and return a task id; GET /tasks/{id} (long-poll with
+`wait_s`, alias `timeout`) and POST /tasks/batch read tasks; GET /health, /definitions. Ours: POST /batch
+(submit many), POST /gpus/{gpu}/drain and /resume (operator)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Path, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import Field
+
+from ptxcore.schema import FrozenModel
+
+from .models import (
+    TASK_ID_PATTERN,
+    BatchPollRequest,
+    BatchSubmitRequest,
+    BatchSubmitResponse,
+    HealthView,
+    SubmitRequest,
+    SubmitResponse,
+    TaskKind,
+    TaskView,
+)
+from .security import GuardMiddleware
+from .service import VERSION, NotFound, ProfilerService, ServiceError, TooLarge
+
+
+class DrainRequest(FrozenModel):
+    """POST /gpus/{gpu}/drain."""
+
+    reason: str = Field(default="operator request", max_length=200)
+    """Why (shown in /health)."""
+
+
+def create_app(service: ProfilerService, manage_lifecycle: bool = True):
+    """The ASGI application (FastAPI wrapped in the token / size guard). With manage_lifecycle the app
+    starts the service's workers on startup and stops them on shutdown."""
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        service.waiters.bind(asyncio.get_running_loop())
+        if manage_lifecycle:
+            service.start()
+        try:
+            yield
+        finally:
+            if manage_lifecycle:
+                await asyncio.to_thread(service.stop)
+
+    api = FastAPI(title="PTXBench profiling service", version=VERSION, lifespan=lifespan)
+
+    @api.exception_handler(ServiceError)
+    async def _service_error(_request: Request, exc: ServiceError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=exc.status_code)
+
+    _routes(api, service)
+    return GuardMiddleware(api, token=service.config.token, max_bytes=service.config.max_request_bytes)
+
+
+def _routes(api: FastAPI, service: ProfilerService) -> None:
+    @api.get("/")
+    async def root() -> dict:
+        return {"name": "ptxbench-profiler", "version": VERSION, "gpus": service.config.gpus,
+                "archs": service.config.archs, "endpoints": sorted(
+                    f"{','.join(sorted(r.methods))} {r.path}" for r in api.routes if hasattr(r, "methods"))}
+
+    @api.get("/health", response_model=HealthView)
+    async def health() -> HealthView:
+        return service.health()
+
+    @api.get("/definitions")
+    async def definitions() -> list[dict]:
+        return [{"name": p.name, "op_type": p.definition.op_type, "description": p.definition.description,
+                 "workloads": len(p.workloads), "baseline": p.extension.baseline.library.value}
+                for p in service.catalog.values()]
+
+    @api.get("/definitions/{name}")
+    async def definition(name: str) -> dict:
+        return _problem(service, name).definition.model_dump(mode="json")
+
+    @api.get("/definitions/{name}/workloads")
+    async def workloads(name: str) -> list[dict]:
+        return [w.model_dump(mode="json") for w in _problem(service, name).workloads]
+
+    for kind in TaskKind:
+        api.add_api_route(f"/{kind.value}", _submitter(service, kind), methods=["POST"],
+                          response_model=SubmitResponse, status_code=202)
+
+    @api.post("/batch", response_model=BatchSubmitResponse, status_code=202)
+    async def batch(req: BatchSubmitRequest) -> BatchSubmitResponse:
+        if len(req.items) > service.config.max_batch:
+            raise TooLarge(f"{len(req.items)} items; limit {service.config.max_batch}")
+        for item in req.items:  # all or nothing: validate every item before creating any task
+            service._validate(item)
+        return BatchSubmitResponse(tasks=[service.submit(item.kind, item) for item in req.items])
+
+    @api.get("/tasks/{task_id}", response_model=TaskView)
+    async def task(task_id: str = Path(pattern=TASK_ID_PATTERN),
+                   wait_s: float = Query(default=0.0, ge=0.0),
+                   timeout: float | None = Query(default=None, ge=0.0, description="FIBServe alias of wait_s")
+                   ) -> TaskView:
+        return (await service.wait([task_id], timeout if timeout is not None else wait_s))[0]
+
+    @api.post("/tasks/batch", response_model=list[TaskView])
+    async def tasks(req: BatchPollRequest) -> list[TaskView]:
+        if len(req.task_ids) > service.config.max_batch:
+            raise TooLarge(f"{len(req.task_ids)} task ids; limit {service.config.max_batch}")
+        bad = [t for t in req.task_ids if not re.match(TASK_ID_PATTERN, t)]
+        if bad:
+            raise ServiceError(f"malformed task id {bad[0][:80]!r}")
+        return await service.wait(req.task_ids, req.wait_s)
+
+    @api.post("/gpus/{gpu}/drain")
+    async def drain(gpu: int, req: DrainRequest) -> dict:
+        service.drain(gpu, req.reason)
+        return {"gpu": gpu, "drained": req.reason}
+
+    @api.post("/gpus/{gpu}/resume")
+    async def resume(gpu: int) -> dict:
+        service.resume(gpu)
+        return {"gpu": gpu, "resumed": True}
+
+
+def _submitter(service: ProfilerService, kind: TaskKind):
+    async def submit(req: SubmitRequest) -> SubmitResponse:
+        return service.submit(kind, req)
+
+    submit.__name__ = f"submit_{kind.value}"
+    return submit
+
+
+def _problem(service: ProfilerService, name: str):
+    problem = service.catalog.get(name)
+    if problem is None:
+        raise NotFound(f"unknown definition {name!r}")
+    return problem

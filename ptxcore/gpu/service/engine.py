@@ -1,0 +1,64 @@
+"""The interface a worker process runs: one engine per GPU, holding that GPU's resident workload state.
+
+An engine lives inside the persistent worker process (ptxcore.gpu.service.worker_main). The service
+never imports it; it names it by `module:factory` in its configuration. Two exist: the real one
+(judge_engine.JudgeEngine, wrapping ptxcore.gpu's judge) and FakeEngine (fake.py) for CPU tests and
+`--fake` benchmark runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol
+
+from ptxcore.schema import JudgeResult
+
+from .models import GpuHealth, WorkItem
+
+
+class Phase(StrEnum):
+    """Whose code a worker is executing: decides who is blamed if the process hangs or dies."""
+
+    HARNESS = "harness"
+    """Ours: a hang or death is an infrastructure failure (INFRA_ERROR, retried elsewhere)."""
+    CANDIDATE = "candidate"
+    """The candidate's code runs in this very process: a hang is TIMEOUT, a crash RUNTIME_ERROR."""
+
+
+PhaseCallback = Callable[[Phase], None]
+
+
+class GpuEngine(Protocol):
+    """Judges work items on one GPU. An infrastructure failure raises; a bad kernel is a returned verdict."""
+
+    def run(self, item: WorkItem, phase: PhaseCallback) -> JudgeResult:
+        """Judge one item. Call phase(CANDIDATE) right before candidate code runs in this process and
+        phase(HARNESS) right after (an engine that isolates candidates in child processes never does)."""
+        ...
+
+    def health(self) -> GpuHealth:
+        """Read the GPU and this process's allocations (resident state vs the rest)."""
+        ...
+
+    def close(self) -> None:
+        """Release the GPU state."""
+        ...
+
+
+EngineFactory = Callable[..., GpuEngine]
+
+
+def load_factory(spec: str) -> EngineFactory:
+    """`module:attr` -> the factory; called as factory(gpu=..., work_dir=..., **engine_args)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"engine must be `module:factory`, got {spec!r}")
+    module = importlib.import_module(module_name)
+    return getattr(module, attr)
+
+
+def make_engine(spec: str, gpu: int, work_dir: Path, engine_args: dict) -> GpuEngine:
+    return load_factory(spec)(gpu=gpu, work_dir=work_dir, **engine_args)

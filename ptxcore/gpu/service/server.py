@@ -1,0 +1,86 @@
+"""Running the service under uvicorn: in the foreground (the CLI) or in a background thread (tests,
+benchmarks). The socket is bound here, so port 0 works and the real URL is known before serving."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+from .config import ServiceConfig, check_bind
+from .service import ProfilerService
+from .worker import GpuWorker
+
+log = logging.getLogger(__name__)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(False)
+    return sock
+
+
+def _url(sock: socket.socket, host: str) -> str:
+    port = sock.getsockname()[1]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _uvicorn_server(app, log_level: str):
+    import uvicorn
+
+    config = uvicorn.Config(app, log_level=log_level, lifespan="on", timeout_keep_alive=30,
+                            access_log=log_level == "debug")
+    return uvicorn.Server(config)
+
+
+def serve(config: ServiceConfig, log_level: str = "info", on_ready: Callable[[str], None] | None = None) -> None:
+    """Serve until interrupted. Refuses an unsafe bind before anything starts. Writes
+    <work_dir>/server.json ({url, pid}) once listening."""
+    check_bind(config)
+    from .app import create_app
+
+    sock = _bind(config.host, config.port)
+    url = _url(sock, config.host)
+    service = ProfilerService(config)
+    server = _uvicorn_server(create_app(service), log_level)
+    (service.workdir.root / "server.json").write_text(json.dumps({"url": url, "pid": os.getpid()}))
+    if on_ready:
+        on_ready(url)
+    server.run(sockets=[sock])
+
+
+class BackgroundServer:
+    """The service on 127.0.0.1:<free port> in a daemon thread; a context manager."""
+
+    def __init__(self, config: ServiceConfig, make_worker: Callable[[int], GpuWorker] | None = None,
+                 catalog=None, log_level: str = "warning") -> None:
+        check_bind(config)
+        from .app import create_app
+
+        self.service = ProfilerService(config, make_worker=make_worker, catalog=catalog)
+        self._sock = _bind(config.host, config.port)
+        self.url = _url(self._sock, config.host)
+        self._server = _uvicorn_server(create_app(self.service), log_level)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
+
+    def __enter__(self) -> BackgroundServer:
+        self._thread.start()
+        deadline = time.monotonic() + 60
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("profiling service did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.should_exit = True
+        self._thread.join(120)
+        self._sock.close()
