@@ -8,6 +8,7 @@ import os
 import typer
 
 from . import problems as problems_cmd
+from . import profiler as profiler_cmd
 from . import report as report_cmd
 from . import warehouse as warehouse_cmd
 from .compile import compile_command
@@ -21,6 +22,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(problems_cmd.app, name="problems")
+app.add_typer(profiler_cmd.app, name="profiler")
 app.command("compile")(compile_command)
 app.add_typer(warehouse_cmd.app, name="warehouse")
 app.add_typer(report_cmd.app, name="report")

@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from .config import ServiceConfig, check_bind
 from .service import ProfilerService
@@ -39,6 +40,37 @@ def _uvicorn_server(app, log_level: str):
     config = uvicorn.Config(app, log_level=log_level, lifespan="on", timeout_keep_alive=30,
                             access_log=log_level == "debug")
     return uvicorn.Server(config)
+
+
+FAKE_ENGINE = "ptxcore.gpu.service.fake:FakeEngine"
+
+
+def parse_gpus(text: str) -> list[int]:
+    """`0,1,3` -> [0, 1, 3]; ValueError naming the bad part."""
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit():
+            raise ValueError(f"--gpus: {part!r} is not a GPU index (expected e.g. 0,1)")
+        out.append(int(part))
+    return out
+
+
+def build_config(*, gpus: str, host: str, port: int, work_dir: str, token: str | None, fake: bool = False,
+                 engine_args: dict | None = None, timeout_s: float | None = None,
+                 max_attempts: int | None = None) -> ServiceConfig:
+    """The ServiceConfig for the command-line options (shared by the CLI and `python -m`)."""
+    extra: dict = {}
+    if timeout_s is not None:
+        extra["default_timeout_s"] = timeout_s
+    if max_attempts is not None:
+        extra["max_attempts"] = max_attempts
+    if fake:
+        extra["engine"] = FAKE_ENGINE
+    config = ServiceConfig(work_dir=Path(work_dir), gpus=parse_gpus(gpus), host=host, port=port, token=token,
+                           engine_args=engine_args or {}, **extra)
+    check_bind(config)
+    return config
 
 
 def serve(config: ServiceConfig, log_level: str = "info", on_ready: Callable[[str], None] | None = None) -> None:
