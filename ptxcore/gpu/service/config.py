@@ -31,7 +31,7 @@ class HealthThresholds(FrozenModel):
     max_temperature_c: int = 85
     """At or above this GPU temperature the GPU is drained until it cools."""
     draining_throttle_reasons: list[str] = Field(
-        default_factory=lambda: ["hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake"]
+        default_factory=lambda: ["hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"]
     )
     """Active clock-event reasons that drain the GPU (names as in ptxcore.gpu.service.health)."""
     min_free_bytes: int = 4 << 30

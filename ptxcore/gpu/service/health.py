@@ -24,7 +24,7 @@ CLOCK_EVENT_BITS: dict[int, str] = {
     0x10: "sync_boost",
     0x20: "sw_thermal_slowdown",
     0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake",
+    0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
 }
 
@@ -86,6 +86,41 @@ def read_nvidia_smi(gpu: int, timeout_s: float = 20.0) -> GpuHealth:
         lines = (out.stderr or out.stdout).strip().splitlines()
         last = lines[-1] if lines else f"exit status {out.returncode}"
     return GpuHealth(gpu=gpu, error=f"nvidia-smi: {last}")
+
+
+_NVML: dict = {}
+
+
+def read_nvml(gpu: int) -> GpuHealth | None:
+    """Read one GPU (physical index) through NVML (nvidia-ml-py); None when NVML is not usable."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        if not _NVML:
+            pynvml.nvmlInit()
+            _NVML["ok"] = True
+        h = pynvml.nvmlDeviceGetHandleByIndex(gpu)
+        reasons_fn = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        mem = pynvml.nvmlDeviceGetMemoryInfo(h)
+        name = pynvml.nvmlDeviceGetName(h)
+        return GpuHealth(
+            gpu=gpu, name=name.decode() if isinstance(name, bytes) else str(name),
+            temperature_c=int(pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU)),
+            sm_clock_mhz=int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)),
+            max_sm_clock_mhz=int(pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM)),
+            throttle_reasons=decode_clock_events(int(reasons_fn(h))), memory_total_bytes=int(mem.total),
+            memory_free_bytes=int(mem.free), utilization_pct=int(pynvml.nvmlDeviceGetUtilizationRates(h).gpu))
+    except Exception as exc:  # noqa: BLE001 - NVML refused: fall back to nvidia-smi
+        log.info("NVML read of GPU %d failed (%s); using nvidia-smi", gpu, exc)
+        return None
+
+
+def read_gpu(gpu: int) -> GpuHealth:
+    """NVML when available, else nvidia-smi."""
+    return read_nvml(gpu) or read_nvidia_smi(gpu)
 
 
 @dataclass(frozen=True)
