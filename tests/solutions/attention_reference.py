@@ -18,11 +18,11 @@ def attention_fwd(Q: np.ndarray, K: np.ndarray, V: np.ndarray, causal: bool) -> 
     return np.einsum("bij,bjd->bid", p, V.astype(np.float64)), lse
 
 
-def attention_bwd(Q, K, V, O, dO, L, causal: bool):
+def attention_bwd(Q, K, V, out, dO, L, causal: bool):
     """The definitions' backward from the saved LSE: returns dQ, dK, dV (float64)."""
     d = Q.shape[-1]
     scale = 1.0 / np.sqrt(d)
-    q, k, v, o, do = (x.astype(np.float64) for x in (Q, K, V, O, dO))
+    q, k, v, o, do = (x.astype(np.float64) for x in (Q, K, V, out, dO))
     s = np.einsum("bid,bjd->bij", q, k) * scale
     if causal:
         n = s.shape[-1]

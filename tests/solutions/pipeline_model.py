@@ -99,8 +99,11 @@ def run_schedule(world: World, agents: list[Agent], seed: int, max_steps: int = 
         live = [a for a in world.agents if a is not None]
         if not live:
             return
-        runnable = [i for i, a in enumerate(world.agents) if a is not None and
-                    (i not in blocked or blocked[i].barrier.ready(blocked[i].parity))]
+        runnable = [
+            i
+            for i, a in enumerate(world.agents)
+            if a is not None and (i not in blocked or blocked[i].barrier.ready(blocked[i].parity))
+        ]
         if not runnable:
             raise Hazard("deadlock: every agent waits on a barrier phase that never completes")
         i = rng.choice(runnable)

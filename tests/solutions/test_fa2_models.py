@@ -85,10 +85,15 @@ def fwd_model(Q, K, V, causal: bool, name: str):
             load_tile(smem, sV, V[bh], 0, BN)
             warps = []
             for warp in range(C["kWarps"]):
-                qf = [ldsm(smem, sQ + swz(warp * 16 + (LANES % 16), ks * 16 + (LANES // 16) * 8)).reshape(32, 8)
-                      for ks in range(8)]
-                st = {"o": np.zeros((32, 16, 4), np.float32), "m": [np.full(32, -np.inf)] * 2,
-                      "l": [np.zeros(32)] * 2}
+                qf = [
+                    ldsm(smem, sQ + swz(warp * 16 + (LANES % 16), ks * 16 + (LANES // 16) * 8)).reshape(32, 8)
+                    for ks in range(8)
+                ]
+                st = {
+                    "o": np.zeros((32, 16, 4), np.float32),
+                    "m": [np.full(32, -np.inf)] * 2,
+                    "l": [np.zeros(32)] * 2,
+                }
                 warps.append((qf, st))
             for j in range(n_tiles):
                 buf = j & 1
@@ -96,8 +101,20 @@ def fwd_model(Q, K, V, causal: bool, name: str):
                     load_tile(smem, sK + (buf ^ 1) * C["TILE_KV"], K[bh], (j + 1) * BN, BN)
                     load_tile(smem, sV + (buf ^ 1) * C["TILE_KV"], V[bh], (j + 1) * BN, BN)
                 for warp, (qf, st) in enumerate(warps):
-                    fwd_warp_tile(smem, C, qf, st, sK + buf * C["TILE_KV"], sV + buf * C["TILE_KV"], j * BN, q0,
-                                  warp, S, causal, scale_log2)
+                    fwd_warp_tile(
+                        smem,
+                        C,
+                        qf,
+                        st,
+                        sK + buf * C["TILE_KV"],
+                        sV + buf * C["TILE_KV"],
+                        j * BN,
+                        q0,
+                        warp,
+                        S,
+                        causal,
+                        scale_log2,
+                    )
             for warp, (_, st) in enumerate(warps):
                 g, t = LANES // 4, LANES % 4
                 for r in range(2):
@@ -131,14 +148,14 @@ def test_fa2_forward_model_matches_reference(S, causal):
 # ----------------------------------------------------------------------------- backward
 
 
-def bwd_model(Q, K, V, O, dO, L, causal: bool, name: str):
+def bwd_model(Q, K, V, out, dO, L, causal: bool, name: str):
     C = kernel_constants(solution_path(name, "fa2_mma.cu"))
     assert C["kCausal"] == causal
     BH, S, _ = Q.shape
     BT, TILE = C["BT"], C["TILE"]
     scale = 1.0 / np.sqrt(128)
     scale_log2 = np.float32(scale * LOG2E)
-    delta = (O.astype(np.float32) * dO.astype(np.float32)).sum(-1)  # bwd_delta
+    delta = (out.astype(np.float32) * dO.astype(np.float32)).sum(-1)  # bwd_delta
     dQ, dK, dV = (np.full(Q.shape, np.nan, np.float32) for _ in range(3))
     n_tiles = -(-S // BT)
     lane = LANES
@@ -219,10 +236,10 @@ def test_fa2_backward_model_matches_reference(causal):
     S = 136  # two full 64-row tiles and a ragged one
     rng = np.random.default_rng(31)
     Q, K, V, dO = (bf16(rng.standard_normal((1, S, 128)).astype(np.float32)) for _ in range(4))
-    O, L = attention_fwd(Q, K, V, causal)
-    O, L = bf16(O.astype(np.float32)), L.astype(np.float32)
-    got = bwd_model(Q, K, V, O, dO, L, causal, name)
-    want = attention_bwd(Q, K, V, O, dO, L, causal)
+    fwd_out, L = attention_fwd(Q, K, V, causal)
+    fwd_out, L = bf16(fwd_out.astype(np.float32)), L.astype(np.float32)
+    got = bwd_model(Q, K, V, fwd_out, dO, L, causal, name)
+    want = attention_bwd(Q, K, V, fwd_out, dO, L, causal)
     for name_, g_, w_ in zip(("dQ", "dK", "dV"), got, want, strict=True):
         assert not np.isnan(g_).any(), f"{name_} not fully written"
         assert ptxbench_mismatch(bf16(g_), w_) == 0, name_

@@ -102,9 +102,11 @@ def run_model(Q, K, V, causal: bool, name: str):
     out = np.full(Q.shape, np.nan, np.float32)
     lse = np.full((BH, S), np.nan, np.float32)
     grid_x = -(-S // C["BM"])
+    current: dict[str, Smem] = {}
     for bh in range(BH):
 
         def fill(j, s, bh=bh):
+            smem = current["smem"]
             for c0, off in ((0, 0), (64, half)):
                 tma_load(smem, C["OFF_K"] + s * tile + off, K, (c0, j * C["BN"], bh), (64, 128, 1))
                 tma_load(smem, C["OFF_V"] + s * tile + off, V, (c0, j * C["BN"], bh), (64, 128, 1))
@@ -114,7 +116,7 @@ def run_model(Q, K, V, causal: bool, name: str):
             q0 = q_block * C["BM"]
             kv_end = min(S, q0 + C["BM"]) if causal else S
             n_tiles = -(-kv_end // C["BN"])
-            smem = Smem(C["OFF_BAR"])
+            smem = current["smem"] = Smem(C["OFF_BAR"])
             tma_load(smem, C["OFF_Q"], Q, (0, q0, bh), (64, 128, 1))
             tma_load(smem, C["OFF_Q"] + half, Q, (64, q0, bh), (64, 128, 1))
             for cw in range(2):

@@ -19,7 +19,7 @@ def swz(row, col):
     """Port of swz(): element offset in a [rows][128] tile with 16-byte chunks XOR-swizzled by row % 8."""
     row = np.asarray(row)
     col = np.asarray(col)
-    return row * D + ((((col >> 3) ^ (row & 7))) << 3) + (col & 7)
+    return row * D + (((col >> 3) ^ (row & 7)) << 3) + (col & 7)
 
 
 def load_tile(smem: Smem, tile: int, head: np.ndarray, row0: int, rows: int) -> None:
