@@ -9,6 +9,7 @@ import typer
 
 from . import problems as problems_cmd
 from . import profiler as profiler_cmd
+from . import prompts as prompts_cmd
 from . import report as report_cmd
 from . import warehouse as warehouse_cmd
 from .compile import compile_command
@@ -23,6 +24,7 @@ app = typer.Typer(
 )
 app.add_typer(problems_cmd.app, name="problems")
 app.add_typer(profiler_cmd.app, name="profiler")
+app.add_typer(prompts_cmd.app, name="prompts")
 app.command("compile")(compile_command)
 app.add_typer(warehouse_cmd.app, name="warehouse")
 app.add_typer(report_cmd.app, name="report")

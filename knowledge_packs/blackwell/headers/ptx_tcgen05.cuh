@@ -192,3 +192,53 @@ PTXB_DEV void tma_load_2cta_multicast_2d(uint32_t dst_smem, const CUtensorMap* t
                ".multicast::cluster [%0], [%1, {%4, %5}], [%2], %3;"
                :: "r"(dst_smem), "l"(tmap_u64(tmap)), "r"(mbar_leader), "h"(cta_mask), "r"(c0), "r"(c1) : "memory");
 }
+
+// ---- epilogue: M = 128 FP32 accumulator in TMEM -> bf16 row-major global matrix ---------------------------
+// Executed by the 4 warps of one warpgroup (w % 4 = 0..3), after mbar_wait(acc_full) + tcgen05_fence_after().
+// Accumulator columns [acc_col, acc_col + N) (N multiple of 32); tile row 32*(w%4) + lane goes to global
+// row row0 + that; columns col0.. . Vector stores need ld and col0 multiples of 8 and a 16-B aligned `out`.
+template <int N>
+PTXB_DEV void umma_store_acc_bf16(uint32_t tmem_base, uint32_t acc_col, __nv_bfloat16* out, int64_t ld, int row0,
+                                  int col0, int m_limit, int n_limit) {
+  const uint32_t quarter = (threadIdx.x / 32) % 4;
+  const int row = row0 + 32 * (int)quarter + (int)lane_id();
+#pragma unroll 1
+  for (int c = 0; c < N; c += 32) {
+    uint32_t r[32];
+    tmem_ld_32x32b_x32(tmem_addr(tmem_base, 32 * quarter, acc_col + c), r);  // warp-collective: all lanes
+    tmem_wait_ld();
+    if (row >= m_limit) continue;
+    __nv_bfloat16* dst = out + (int64_t)row * ld + col0 + c;
+#pragma unroll
+    for (int k = 0; k < 32; k += 8) {
+      const int col = col0 + c + k;
+      if (col + 8 <= n_limit) {
+        uint4 v;
+        v.x = pack_bf16x2(__uint_as_float(r[k]), __uint_as_float(r[k + 1]));
+        v.y = pack_bf16x2(__uint_as_float(r[k + 2]), __uint_as_float(r[k + 3]));
+        v.z = pack_bf16x2(__uint_as_float(r[k + 4]), __uint_as_float(r[k + 5]));
+        v.w = pack_bf16x2(__uint_as_float(r[k + 6]), __uint_as_float(r[k + 7]));
+        st_global_v4(dst + k, v);
+      } else {
+        for (int e = 0; e < 8 && col + e < n_limit; ++e) dst[k + e] = __float2bfloat16(__uint_as_float(r[k + e]));
+      }
+    }
+  }
+}
+
+// ---- P (probabilities) into TMEM for a TS MMA (A operand from tensor memory) ------------------------------
+// Row `lane` of this warp's quarter gets NUM2 = 2*NUM bf16 values packed two per 32-bit cell (lower column
+// in the low half), cells tcol .. tcol + NUM - 1. A 128 x 16 bf16 A slice therefore spans 8 columns.
+// Follow with tmem_wait_st(), tcgen05_fence_before() and a barrier before the MMA thread issues umma_bf16_ts.
+template <int NUM>
+PTXB_DEV void tmem_store_bf16_pairs(uint32_t tmem_base, uint32_t tcol, const float (&p)[2 * NUM]) {
+  static_assert(NUM == 8 || NUM == 16 || NUM == 32 || NUM == 64, "NUM cells: 8, 16, 32 or 64");
+  uint32_t r[NUM];
+#pragma unroll
+  for (int i = 0; i < NUM; ++i) r[i] = pack_bf16x2(p[2 * i], p[2 * i + 1]);
+  const uint32_t taddr = tmem_addr(tmem_base, 32 * ((threadIdx.x / 32) % 4), tcol);
+  if constexpr (NUM == 8) tmem_st_32x32b_x8(taddr, r);
+  else if constexpr (NUM == 16) tmem_st_32x32b_x16(taddr, r);
+  else if constexpr (NUM == 32) tmem_st_32x32b_x32(taddr, r);
+  else tmem_st_32x32b_x64(taddr, r);
+}

@@ -125,3 +125,52 @@ PTXB_DEV uint32_t pack_bf16x2(float lo, float hi) {
 PTXB_DEV void st_shared_v4_u32(uint32_t smem_addr, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
   asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(smem_addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
 }
+
+// ---- row reductions over the 4 lanes that share an MMA fragment row (lanes 4k .. 4k+3) --------------
+PTXB_DEV float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+PTXB_DEV float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+// ---- vector global memory access and reductions --------------------------------------------------------
+// 16-byte read-only load (address 16-B aligned; data not written during the kernel).
+PTXB_DEV uint4 ld_global_nc_v4(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+PTXB_DEV void st_global_v4(void* p, uint4 v) {
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+// Fire-and-forget atomic adds (no return value): fp32 scalar and 4 x fp32 (address 16-B aligned, sm_90+).
+PTXB_DEV void red_add_f32(float* p, float v) { asm volatile("red.global.add.f32 [%0], %1;" :: "l"(p), "f"(v) : "memory"); }
+PTXB_DEV void red_add_v4_f32(float* p, float a, float b, float c, float d) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
+
+// ---- cp.async (per-thread 16-byte global -> shared copies: gathers, paged/ragged rows) ----------------
+// src_bytes < 16 zero-fills the rest (src_bytes = 0: nothing is read, 16 zero bytes are written).
+PTXB_DEV void cp_async_16(uint32_t dst_smem, const void* src, uint32_t src_bytes = 16) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst_smem), "l"(src), "r"(src_bytes) : "memory");
+}
+PTXB_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Wait until at most N committed groups of THIS thread are pending; then __syncthreads (or a named
+// barrier) before other threads read the data.
+template <int N> PTXB_DEV void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
+// Alternative completion: arrive on an mbarrier when this thread's prior cp.async finish (does not count
+// as an arrival of the thread itself: init the barrier with the number of copying threads).
+PTXB_DEV void cp_async_mbar_arrive(uint32_t mbar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(mbar) : "memory");
+}
+
+// ---- L2 cache policies (for the *_hint TMA loads): keep reused tiles, stream the rest -------------------
+PTXB_DEV uint64_t l2_policy_evict_last() {
+  uint64_t p; asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p)); return p;
+}
+PTXB_DEV uint64_t l2_policy_evict_first() {
+  uint64_t p; asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p)); return p;
+}

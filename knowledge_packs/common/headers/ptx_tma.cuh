@@ -67,6 +67,28 @@ PTXB_DEV void tma_load_multicast(uint32_t dst_smem, const CUtensorMap* tmap, uin
   }
 }
 
+// Load with an L2 cache policy from l2_policy_evict_last()/evict_first() (e.g. K/V tiles re-read by
+// many CTAs: evict_last; streamed once: evict_first).
+template <int R>
+PTXB_DEV void tma_load_hint(uint32_t dst_smem, const CUtensorMap* tmap, uint32_t mbar, const int32_t (&c)[R],
+                            uint64_t policy) {
+  const uint64_t t = tmap_u64(tmap);
+  if constexpr (R == 2) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1, {%3, %4}], [%2], %5;"
+                 :: "r"(dst_smem), "l"(t), "r"(mbar), "r"(c[0]), "r"(c[1]), "l"(policy) : "memory");
+  } else if constexpr (R == 3) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1, {%3, %4, %5}], [%2], %6;"
+                 :: "r"(dst_smem), "l"(t), "r"(mbar), "r"(c[0]), "r"(c[1]), "r"(c[2]), "l"(policy) : "memory");
+  } else {
+    static_assert(R == 4, "hinted load wrapper: rank 2..4");
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1, {%3, %4, %5, %6}], [%2], %7;"
+                 :: "r"(dst_smem), "l"(t), "r"(mbar), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "l"(policy) : "memory");
+  }
+}
+
 // ---- stores and reduce-add: shared -> global, completion = bulk async-group -------------------------
 // Before issuing: the smem tile was written by ordinary stores, so every writing thread executes
 // fence_proxy_async_shared(), then the CTA/warpgroup synchronises, then ONE thread issues the store.

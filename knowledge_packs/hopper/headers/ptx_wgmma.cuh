@@ -177,3 +177,66 @@ PTXB_DEV void wgmma_store_acc_bf16(const float (&acc)[N / 2], __nv_bfloat16* out
     }
   }
 }
+
+// ---- attention helpers on a 64 x N accumulator (each thread owns rows r and r + 8) -----------------------
+// Row maxima / sums over the full row (includes the quad shuffle): out[0] for row r, out[1] for row r + 8.
+template <int N>
+PTXB_DEV void wgmma_acc_row_max(const float (&acc)[N / 2], float (&out)[2]) {
+  float m0 = -INFINITY, m1 = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j) {
+    m0 = fmaxf(m0, fmaxf(acc[4 * j], acc[4 * j + 1]));
+    m1 = fmaxf(m1, fmaxf(acc[4 * j + 2], acc[4 * j + 3]));
+  }
+  out[0] = quad_max(m0);
+  out[1] = quad_max(m1);
+}
+template <int N>
+PTXB_DEV void wgmma_acc_row_sum(const float (&acc)[N / 2], float (&out)[2]) {
+  float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j) {
+    s0 += acc[4 * j] + acc[4 * j + 1];
+    s1 += acc[4 * j + 2] + acc[4 * j + 3];
+  }
+  out[0] = quad_sum(s0);
+  out[1] = quad_sum(s1);
+}
+// acc[row r] *= s[0], acc[row r + 8] *= s[1] (e.g. O *= exp2(m_old - m_new) in online softmax).
+template <int N>
+PTXB_DEV void wgmma_acc_scale_rows(float (&acc)[N / 2], const float (&s)[2]) {
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j) {
+    acc[4 * j] *= s[0]; acc[4 * j + 1] *= s[0];
+    acc[4 * j + 2] *= s[1]; acc[4 * j + 3] *= s[1];
+  }
+}
+// bf16 A fragment of k16 slice `ks` (columns 16*ks .. 16*ks+15) of a 64 x N fp32 accumulator:
+// feeds P = softmax(S) into the RS wgmma computing O += P V without touching shared memory.
+template <int N>
+PTXB_DEV void wgmma_acc_to_afrag(const float (&acc)[N / 2], int ks, uint32_t (&a)[4]) {
+  a[0] = pack_bf16x2(acc[8 * ks + 0], acc[8 * ks + 1]);
+  a[1] = pack_bf16x2(acc[8 * ks + 2], acc[8 * ks + 3]);
+  a[2] = pack_bf16x2(acc[8 * ks + 4], acc[8 * ks + 5]);
+  a[3] = pack_bf16x2(acc[8 * ks + 6], acc[8 * ks + 7]);
+}
+
+// ---- epilogue through shared memory: accumulator -> bf16 128B-swizzled smem tile (for tma_store) --------
+// The warpgroup's 64 x N tile (N multiple of 16) is written as N/64 boxes of 64 rows x 64 bf16
+// (8 KB each, 1024-B aligned, box b at smem_tile + b * 8192), exactly the layout a TMA store with
+// box {64, 64} and CU_TENSOR_MAP_SWIZZLE_128B reads. Afterwards: fence_proxy_async_shared(),
+// named_barrier_sync(id, 128), then one thread issues tma_store<2> per box at {col0 + 64*b, row0},
+// tma_store_commit(), and tma_store_wait_read<0>() before the smem is reused.
+template <int N>
+PTXB_DEV void wgmma_store_acc_bf16_smem_sw128(const float (&acc)[N / 2], uint32_t smem_tile) {
+  const int t = threadIdx.x % 128, w = t / 32, l = t % 32;
+  const int q = l / 8, i = l % 8;                 // this lane addresses row i of matrix q of the x4
+#pragma unroll
+  for (int j = 0; j < N / 8; j += 2) {            // two 8-column chunks = four 8x8 matrices per stmatrix
+    const int jj = j + q / 2;                     // chunk of matrix q
+    const int row = 16 * w + 8 * (q % 2) + i;     // tile row of the addressed 16-B row segment
+    const uint32_t addr = smem_tile + (jj / 8) * 8192 + row * 128 + (((jj % 8) ^ (row % 8)) << 4);
+    stmatrix_x4(addr, pack_bf16x2(acc[4 * j], acc[4 * j + 1]), pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]),
+                pack_bf16x2(acc[4 * j + 4], acc[4 * j + 5]), pack_bf16x2(acc[4 * j + 6], acc[4 * j + 7]));
+  }
+}
