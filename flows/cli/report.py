@@ -77,9 +77,12 @@ def turn_metrics_command(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"turn metrics ({len(rows)} rows)")
-    for c in rows[0]:
-        table.add_column(c)
+    table = Table(title=f"turn metrics ({len(rows)} rows; rates in %)")
+    for c in ("run", "model", "arch", "definition", "k", "n", "correct", "target", "best", "target best"):
+        table.add_column(c, overflow="fold")
     for r in rows:
-        table.add_row(*(f"{v:.4f}" if isinstance(v, float) else ("" if v is None else str(v)) for v in r.values()))
+        pct = [f"{100 * r[c]:.1f}" for c in ("turn_correct_rate", "target_turn_correct_rate")]
+        best = ["" if r[c] is None else f"{r[c]:.3f}" for c in ("best_speedup", "target_best_speedup")]
+        table.add_row(r["run"], r["model"], r["arch"], r["definition"], str(r["k"]), str(r["n_trajectories"]),
+                      *pct, *best)
     Console().print(table)

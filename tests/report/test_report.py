@@ -1,0 +1,86 @@
+"""Report: table layouts, Markdown/HTML and PNG figures on the published excerpt and on our own records."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from ptxcore.metrics import turn_metrics
+from ptxcore.report import ReportError, build_report, correctness_tables
+from ptxcore.report.render import ReportDoc, to_html, to_markdown
+from ptxcore.report.tables import Table, fmt_rate, fmt_speedup, triple_cell
+from ptxcore.schema import EvaluationStatus, TargetInstruction
+from ptxcore.warehouse import Warehouse
+from ptxcore.warehouse import queries as Q
+
+from .conftest import full_turn, trajectory
+
+EXPECTED_FILES = {"report.md", "report.html", "fast_p_inst.png", "fast_p.png", "status_by_turn.png",
+                  "transitions.png", "reasoning_vs_speedup.png"}
+
+
+def png_size(path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_formatting():
+    assert (fmt_rate(0.0), fmt_rate(None), fmt_rate(0.0625)) == ("–", "–", "6.2")
+    assert (fmt_speedup(None), fmt_speedup(1.0116)) == ("–", "1.01")
+    assert triple_cell(["1", "2", "3"], ["4", "5", "6"]) == "target 1 / 2 / 3 (all 4 / 5 / 6)"
+
+
+def test_report_on_published_excerpt(excerpt_db, tmp_path):
+    with Warehouse(excerpt_db, read_only=True) as wh:
+        outcomes = Q.turn_outcomes(wh, Q.select_runs(wh, ["opus48-*", "glm52-*", "gemini-*", "qwen36-b200-*"]))
+    steps: list[str] = []
+    paths = build_report(outcomes, tmp_path, "excerpt", on_step=steps.append)
+    assert {p.name for p in paths} == EXPECTED_FILES and steps[-1] == "write"
+    md = (tmp_path / "report.md").read_text()
+    assert "### Turn correctness rate, % (k = 1 / 4 / 8) — blackwell" in md
+    assert "| Claude Opus 4.8 | target 25.0 / 64.6 / 80.2 (all 75.0 / 81.2 / 88.5) |" in md
+    assert "### Best speedup (k = 1 / 4 / 8) — hopper" in md and "by prompt variant" in md and "by condition" in md
+    html = (tmp_path / "report.html").read_text()
+    assert html.count("<table>") == md.count("\n### ") and '<img src="fast_p_inst.png"' in html
+    for name in EXPECTED_FILES - {"report.md", "report.html"}:
+        w, h = png_size(tmp_path / name)
+        assert w >= 600 and h >= 300
+
+
+def test_two_runs_for_one_cell_is_refused(excerpt_db):
+    with Warehouse(excerpt_db, read_only=True) as wh:
+        outcomes = Q.turn_outcomes(wh, Q.select_runs(wh, ["qwen36-27b-*"]))
+    relabelled = [o.model_copy(update={"definition": "same"}) for o in outcomes]
+    with pytest.raises(ReportError, match="two runs for Qwen3.6-27B / hopper / same"):
+        correctness_tables(turn_metrics(relabelled))
+
+
+def test_report_on_our_own_campaign_with_unjudged_turns(tmp_path):
+    """A campaign written through the runner's API: one judged trajectory, one without a GPU judge."""
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.upsert_trajectories([trajectory(trajectory_id=t, prompt_variant=v) for t, v in (("t0", "full"), ("t1", "full"))])
+        wh.upsert_turns([full_turn(trajectory="t0", turn=n, prompt_variant="full") for n in range(3)] + [
+            full_turn(trajectory="t1", turn=n, prompt_variant="full", judge=None, speedup=None,
+                      status=EvaluationStatus.NOT_EVALUATED, target_instruction=TargetInstruction.UNKNOWN)
+            for n in range(2)])
+        outcomes = Q.turn_outcomes(wh, ["c1"])
+    build_report(outcomes, tmp_path / "rep", "demo")
+    md = (tmp_path / "rep" / "report.md").read_text()
+    # t0: 3 correct executed turns, t1: 2 unjudged -> k=1: 1/2, k=4: 3/8, k=8: 3/16
+    assert "target 50.0 / 37.5 / 18.8 (all 50.0 / 37.5 / 18.8)" in md
+    assert "2 turns were not evaluated" in md
+
+
+def test_empty_selection_is_refused(tmp_path):
+    with pytest.raises(ReportError, match="no turns"):
+        build_report([], tmp_path, "empty")
+
+
+def test_render_escapes():
+    doc = ReportDoc(title="a<b", notes=["x|y"], tables=[Table(title="t", header=["h|1"], rows=[["<td>"]], key="k")],
+                    figures=[])
+    assert "h\\|1" in to_markdown(doc)
+    html = to_html(doc)
+    assert "&lt;td&gt;" in html and "<title>a&lt;b</title>" in html
