@@ -15,7 +15,7 @@ from .feedback import format_feedback  # noqa: E402
 from .loop import AgentState, MiniPTXAgent, PriorTurn  # noqa: E402
 from .plan import TrajectoryPlan, plan_campaign  # noqa: E402
 from .records import step_metrics, turn_record  # noqa: E402
-from .summary import HeadlineRow, headline_markdown, headline_rows  # noqa: E402
+from .summary import CampaignSummary, HeadlineRow, headline_markdown, headline_rows  # noqa: E402
 from .types import (  # noqa: E402
     AgentConfig,
     CallContext,
@@ -32,7 +32,7 @@ from .types import (  # noqa: E402
 __all__ = [
     "CampaignConfig", "CampaignConfigError", "ModelSpec", "load_campaign", "parse_campaign", "fold_evaluation",
     "extract_kernel", "format_feedback", "AgentState", "MiniPTXAgent", "PriorTurn", "TrajectoryPlan",
-    "plan_campaign", "step_metrics", "turn_record", "HeadlineRow", "headline_markdown", "headline_rows",
+    "plan_campaign", "step_metrics", "turn_record", "CampaignSummary", "HeadlineRow", "headline_markdown", "headline_rows",
     "AgentConfig", "CallContext", "ContextOverflowError", "ContextPolicy", "Extraction", "LLMReply",
     "SolutionLanguage", "TrajectoryResult", "TurnEvaluation", "TurnOutcome",
 ]

@@ -125,6 +125,10 @@ class CampaignConfig(FrozenModel):
     """Solution language."""
     concurrency: ConcurrencySpec = Field(default_factory=ConcurrencySpec)
     """Concurrency limits."""
+    judge_retries: int = Field(default=2, ge=0)
+    """Extra attempts of a judge task after an infrastructure error (never for a bad kernel)."""
+    judge_retry_delay_s: float = Field(default=10.0, ge=0)
+    """Seconds between judge attempts."""
     profilers: dict[str, str] = Field(default_factory=dict)
     """Per architecture: URL of a profiling service that judges kernels (else the local GPU, if any)."""
     warehouse: str | None = None

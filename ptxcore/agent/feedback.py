@@ -106,8 +106,8 @@ def format_feedback(evaluation: TurnEvaluation, arch: str) -> str:
     """One feedback message for a turn whose kernel was extracted."""
     ev = evaluation
     lines = [f"Status: {ev.status.value}"]
-    lines += _compile_section(ev.compile)
     lines += _judge_section(ev)
+    lines += _compile_section(ev.compile)
     if ev.compile is not None and ev.compile.status is CompileStatus.COMPILED:
         lines.append(_target_line(ev, arch))
     return "\n".join(line for line in lines if line)

@@ -111,3 +111,34 @@ def headline_markdown(rows: list[HeadlineRow]) -> str:
         lines.append(f"{not_eval} compiled turns were NOT_EVALUATED: no GPU judge was available, so they "
                      "carry no correctness or timing (their correctness columns show – ).")
     return "\n".join(lines)
+
+
+class CampaignSummary(FrozenModel):
+    """What one run of a campaign did, and where its records are."""
+
+    campaign_id: str
+    """Campaign identity."""
+    warehouse: str
+    """DuckDB file."""
+    mlflow_tracking_uri: str
+    """MLflow store."""
+    mlflow_experiment: str
+    """Experiment name."""
+    trajectories_planned: int = 0
+    """Trajectories in the campaign."""
+    trajectories_run: int = 0
+    """Trajectories this run worked on (the rest were already complete)."""
+    turns_planned_max: int = 0
+    """Upper bound on turns: trajectories x turn budget (early stops make fewer)."""
+    turns_recorded: int = 0
+    """Turns in the warehouse for this campaign after this run."""
+    turns_this_run: int = 0
+    """Turns recorded by this run."""
+    errors: list[str] = Field(default_factory=list)
+    """Trajectories that ended with an error (rerun the campaign to resume them)."""
+    judges: dict[str, str] = Field(default_factory=dict)
+    """Judge backend per architecture (`none` = NOT_EVALUATED)."""
+    headline: list[HeadlineRow] = Field(default_factory=list)
+    """The headline table rows."""
+    headline_markdown: str = ""
+    """The headline table, rendered."""

@@ -1,0 +1,268 @@
+"""The campaign flow: fan out model x arch x variant x trajectory x problem, each trajectory a subflow.
+
+Rerunning a campaign id resumes it: recorded turns are never repeated (each trajectory continues after
+its last recorded turn), finished trajectories are skipped, and MLflow is reconciled from the warehouse.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from prefect import flow
+from prefect.futures import wait
+from prefect.runtime import flow_run
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from ptxcore.agent import (
+    AgentState,
+    CampaignConfig,
+    CampaignConfigError,
+    CampaignSummary,
+    MiniPTXAgent,
+    PriorTurn,
+    TrajectoryPlan,
+    headline_markdown,
+    headline_rows,
+    load_campaign,
+    plan_campaign,
+)
+from ptxcore.agent.campaign import config_sha256
+from ptxcore.agent.records import now_iso
+from ptxcore.schema import CampaignRecord, StopReason, TrajectoryRecord, TurnRecord
+from tasks.judge import select_judge
+
+from .artifacts import ProgressArtifact, publish_headline, publish_progress
+from .limits import ensure_limits, wanted_limits
+from .replay import make_clients, register_warehouse_replays
+from .runtime import CampaignRuntime, register_runtime, unregister_runtime
+from .tracking import MlflowTracker, default_tracking_uri, experiment_name
+from .trajectory import run_trajectory
+from .writer import RecordWriter
+
+log = logging.getLogger(__name__)
+
+ProgressListener = Callable[[int, int, str], None]
+PROGRESS_LISTENERS: list[ProgressListener] = []
+"""Called from the flow's thread with (units done, units planned, last event); the CLI draws a bar."""
+JUDGE_PLUGIN_ENV = "PTXBENCH_JUDGE_PLUGIN"
+
+
+def resolve_config(config_path: str, campaign_id: str | None = None, warehouse: str | None = None,
+                   profilers: dict[str, str] | None = None, mlflow_tracking_uri: str | None = None,
+                   ) -> tuple[CampaignConfig, str]:
+    """The campaign file with command-line overrides applied (re-validated)."""
+    config, text = load_campaign(config_path)
+    updates: dict[str, object] = {}
+    if campaign_id:
+        updates["campaign_id"] = campaign_id
+    if warehouse:
+        updates["warehouse"] = warehouse
+    if profilers:
+        updates["profilers"] = {**config.profilers, **profilers}
+    if mlflow_tracking_uri:
+        updates["mlflow_tracking_uri"] = mlflow_tracking_uri
+    if updates:
+        try:
+            config = CampaignConfig.model_validate({**config.model_dump(mode="json"), **updates})
+        except ValueError as exc:
+            raise CampaignConfigError(f"{config_path}: override rejected: {str(exc).splitlines()[-1]}") from exc
+    return config, text
+
+
+def warehouse_path(config: CampaignConfig) -> Path:
+    return Path(config.warehouse or f"runs/{config.id}/warehouse.duckdb").resolve()
+
+
+def tracking_uri(config: CampaignConfig) -> tuple[str, Path | None]:
+    """(tracking URI, artifact root): default sqlite under ./mlruns, artifacts beside the database."""
+    uri = config.mlflow_tracking_uri or os.environ.get("PTXBENCH_MLFLOW_URI") or default_tracking_uri()
+    if uri.startswith("sqlite:///"):
+        return uri, Path(uri.removeprefix("sqlite:///")).parent / "artifacts"
+    return uri, None
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).resolve().parent)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def _open_campaign(config: CampaignConfig, text: str, wh, tracker: MlflowTracker):
+    """On the writer thread: campaign record, parent MLflow run, and what earlier runs recorded."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    earlier = wh.campaign(config.id)
+    if earlier is not None and earlier.config_sha256 != config_sha256(text):
+        log.warning("campaign %s: the campaign file changed since it was first run; resuming anyway", config.id)
+    try:
+        pkg_version = version("ptxbench")
+    except PackageNotFoundError:
+        pkg_version = ""
+    wh.upsert_campaign(CampaignRecord(
+        campaign_id=config.id, name=config.name, config_yaml=text, config_sha256=config_sha256(text),
+        created_at=earlier.created_at if earlier else now_iso(), ptxbench_version=pkg_version,
+        git_commit=_git_commit(),
+    ))
+    tracker.start_campaign({"name": config.name, "models": ",".join(m.name for m in config.models),
+                            "architectures": ",".join(config.architectures), "turns": str(config.turns),
+                            "trajectories": str(config.trajectories), "target_speedup": str(config.target_speedup),
+                            "context_policy": config.context_policy.value}, text)
+    turns: dict[str, list[TurnRecord]] = {}
+    for record in wh.turns(config.id):
+        turns.setdefault(record.trajectory_id, []).append(record)
+    return turns, {t.trajectory_id: t for t in wh.trajectories(config.id)}
+
+
+def finished_reason(plan: TrajectoryPlan, turns: list[TurnRecord], record: TrajectoryRecord | None) -> StopReason | None:
+    """Why a trajectory needs no further turn, judging from what is recorded (None: it needs more)."""
+    state = AgentState(system="", user="", turns=[PriorTurn.from_record(t) for t in turns])
+    reason = MiniPTXAgent(llm=None, evaluator=None, config=plan.agent).stop_reason(state)  # type: ignore[arg-type]
+    if reason is None and record is not None and record.stop_reason is StopReason.CONTEXT_OVERFLOW \
+            and record.num_turns == len(turns):
+        reason = StopReason.CONTEXT_OVERFLOW
+    return reason
+
+
+def _flow_run_name() -> str:
+    params = flow_run.parameters
+    name = params.get("campaign_id")
+    if not name:
+        try:
+            name = load_campaign(params.get("config_path", ""))[0].id
+        except (OSError, ValueError):
+            name = Path(str(params.get("config_path", ""))).stem
+    return f"campaign {name}"
+
+
+class _Progress:
+    """Turns recorded per trajectory, as the writer reports them (read on the flow's thread)."""
+
+    def __init__(self, plans: list[TrajectoryPlan], recorded: dict[str, list[TurnRecord]]) -> None:
+        self.turns = {p.trajectory_id: len(recorded.get(p.trajectory_id, [])) for p in plans}
+        self.budget = {p.trajectory_id: p.agent.max_turns for p in plans}
+        self.finished: set[str] = set()
+        self.this_run = 0
+        self.last = ""
+
+    def on_turn(self, record: TurnRecord) -> None:
+        self.turns[record.trajectory_id] = max(self.turns.get(record.trajectory_id, 0), record.turn + 1)
+        self.this_run += 1
+        self.last = f"{record.trajectory_id} turn {record.turn}: {record.status.value}"
+
+    def units(self) -> int:
+        return sum(self.budget[t] if t in self.finished else min(n, self.budget[t]) for t, n in self.turns.items())
+
+
+def _notify(progress: _Progress, artifact: ProgressArtifact) -> None:
+    units = progress.units()
+    artifact.update(units)
+    for listener in list(PROGRESS_LISTENERS):
+        listener(units, artifact.planned, progress.last)
+
+
+def _run_trajectories(todo: list[TrajectoryPlan], key: str, workers: int, progress: _Progress,
+                      artifact: ProgressArtifact) -> tuple[dict[str, TrajectoryRecord], list[str]]:
+    results: dict[str, TrajectoryRecord] = {}
+    errors: list[str] = []
+    if not todo:
+        return results, errors
+    with ThreadPoolTaskRunner(max_workers=workers) as runner:
+        futures = {runner.submit(run_trajectory, parameters={"plan": p, "runtime_key": key}): p for p in todo}
+        pending = list(futures)
+        while pending:
+            done, not_done = wait(pending, timeout=2)
+            for future in done:
+                plan = futures[future]
+                progress.finished.add(plan.trajectory_id)
+                try:
+                    results[plan.trajectory_id] = future.result()
+                except Exception as exc:  # noqa: BLE001 - one trajectory's failure does not stop the others
+                    errors.append(f"{plan.trajectory_id}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+                    log.error("trajectory %s failed: %s", plan.trajectory_id, exc)
+            pending = list(not_done)
+            _notify(progress, artifact)
+    return results, errors
+
+
+@flow(name="campaign", flow_run_name=_flow_run_name, log_prints=False)
+def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | None = None,
+                  warehouse: str | None = None, profilers: dict[str, str] | None = None,
+                  mlflow_tracking_uri: str | None = None, judge_plugin: str | None = None) -> CampaignSummary:
+    """Run (or resume) a campaign; returns its summary with the headline table."""
+    config, text = resolve_config(config_path, campaign_id, warehouse, profilers, mlflow_tracking_uri)
+    plans = plan_campaign(config)
+    ensure_limits(wanted_limits(config, plans))
+    uri, artifact_root = tracking_uri(config)
+    wh_path = warehouse_path(config)
+    plan_by_id = {p.trajectory_id: p for p in plans}
+    writer = RecordWriter(wh_path, lambda: MlflowTracker(uri, config.id, artifact_root), plan_by_id).start()
+    key = f"{config.id}:{uuid.uuid4().hex[:8]}"
+    try:
+        recorded, trajectories = writer.call(lambda wh, tr: _open_campaign(config, text, wh, tr))
+        added = writer.reconcile_mlflow()
+        if added:
+            log.info("MLflow reconciled from the warehouse: %d turns added", added)
+        plugin = judge_plugin or os.environ.get(JUDGE_PLUGIN_ENV)
+        judges = {a: select_judge(a, config.profilers.get(a), plugin) for a in config.architectures}
+        for arch, judge in judges.items():
+            if judge.name == "none":
+                log.warning("%s: %s; compiled turns are recorded as NOT_EVALUATED", arch, judge.reason)
+        register_warehouse_replays(config, writer, wh_path)
+        runtime = CampaignRuntime(config=config, writer=writer, clients=make_clients(config), judges=judges,
+                                  recorded=recorded, trajectories=trajectories)
+        register_runtime(key, runtime)
+        progress = _Progress(plans, recorded)
+        writer.listeners.append(progress.on_turn)
+        todo = []
+        for plan in plans:
+            reason = finished_reason(plan, recorded.get(plan.trajectory_id, []), trajectories.get(plan.trajectory_id))
+            if reason is None:
+                todo.append(plan)
+                continue
+            progress.finished.add(plan.trajectory_id)
+            earlier = trajectories.get(plan.trajectory_id)
+            if earlier is None or earlier.stop_reason is not reason:
+                turns = recorded.get(plan.trajectory_id, [])
+                speedups = [t.speedup for t in turns if t.speedup is not None]
+                writer.record_trajectory(plan.record(
+                    num_turns=len(turns), stop_reason=reason, best_speedup=max(speedups) if speedups else None,
+                    started_at=earlier.started_at if earlier else "", finished_at=now_iso()))
+        artifact = ProgressArtifact(config.id, plans)
+        _notify(progress, artifact)
+        log.info("campaign %s: %d trajectories planned, %d to run", config.id, len(plans), len(todo))
+        _, errors = _run_trajectories(todo, key, config.concurrency.trajectories, progress, artifact)
+        return _finish(config, plans, writer, wh_path, uri, judges, len(todo), progress.this_run, errors)
+    finally:
+        unregister_runtime(key)
+        writer.close()
+
+
+def _finish(config: CampaignConfig, plans: list[TrajectoryPlan], writer: RecordWriter, wh_path: Path, uri: str,
+            judges: dict, trajectories_run: int, turns_this_run: int, errors: list[str]) -> CampaignSummary:
+    writer.reconcile_mlflow()
+    turns, trajectories = writer.call(lambda wh, tr: (wh.turns(config.id), wh.trajectories(config.id)))
+    rows = headline_rows(turns, trajectories)
+    markdown = headline_markdown(rows)
+    summary = CampaignSummary(
+        campaign_id=config.id, warehouse=str(wh_path), mlflow_tracking_uri=uri,
+        mlflow_experiment=experiment_name(config.id), trajectories_planned=len(plans),
+        trajectories_run=trajectories_run, turns_planned_max=sum(p.agent.max_turns for p in plans),
+        turns_recorded=len(turns), turns_this_run=turns_this_run, errors=errors,
+        judges={a: j.name for a, j in judges.items()}, headline=rows, headline_markdown=markdown,
+    )
+    metrics = {"turns_recorded": len(turns), "trajectories_with_errors": len(errors),
+               "correct_turns": sum(r.correct for r in rows), "target_correct_turns": sum(r.target_correct for r in rows)}
+    writer.call(lambda wh, tr: tr.finish_campaign(markdown, metrics, failed=bool(errors)))
+    publish_progress(config.id, plans, {t.trajectory_id: t for t in trajectories})
+    publish_headline(summary, rows)
+    log.info("campaign %s done: %d turns recorded (%d this run), %d errors\n%s", config.id, len(turns),
+             turns_this_run, len(errors), markdown)
+    return summary

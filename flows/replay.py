@@ -1,0 +1,53 @@
+"""Model clients of a campaign, and loading `replay/warehouse:<campaign>` sources from a warehouse."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ptxcore.agent import CampaignConfig, CampaignConfigError
+from ptxcore.agent.llm import LiteLLMClient
+from ptxcore.agent.replay import WAREHOUSE_PREFIX, WarehouseReplay, register_source
+from ptxcore.agent.types import LLMClient
+from ptxcore.warehouse import Warehouse
+
+from .writer import RecordWriter
+
+REPLAY_WAREHOUSE_ENV = "PTXBENCH_REPLAY_WAREHOUSE"
+"""Warehouse holding the campaigns that `replay/warehouse:<campaign>` re-serves (default: the campaign's own)."""
+
+
+def make_clients(config: CampaignConfig) -> dict[str, LLMClient]:
+    """One litellm client per model; an API key comes from the environment variable the file names."""
+    clients: dict[str, LLMClient] = {}
+    for i, spec in enumerate(config.models):
+        api_key = None
+        if spec.api_key_env:
+            api_key = os.environ.get(spec.api_key_env)
+            if not api_key:
+                raise CampaignConfigError(f"models.{i}.api_key_env: environment variable {spec.api_key_env} is not set")
+        clients[spec.name] = LiteLLMClient(
+            spec.model, decoding=spec.decoding, api_base=spec.api_base, api_key=api_key,
+            context_window_tokens=spec.context_window_tokens,
+        )
+    return clients
+
+
+def _load(wh: Warehouse, source_id: str) -> WarehouseReplay:
+    return WarehouseReplay(source_id, wh.trajectories(source_id), wh.turns(source_id))
+
+
+def register_warehouse_replays(config: CampaignConfig, writer: RecordWriter, own_warehouse: Path) -> None:
+    """Load every `replay/warehouse:<id>` model's source campaign before the first call."""
+    other = os.environ.get(REPLAY_WAREHOUSE_ENV)
+    for spec in config.models:
+        name = spec.model.removeprefix("replay/")
+        if not (spec.model.startswith("replay/") and name.startswith(WAREHOUSE_PREFIX)):
+            continue
+        source_id = name.removeprefix(WAREHOUSE_PREFIX)
+        if other and Path(other).resolve() != own_warehouse:
+            with Warehouse(Path(other), read_only=True) as wh:
+                source = _load(wh, source_id)
+        else:
+            source = writer.call(lambda wh, tr, sid=source_id: _load(wh, sid))
+        register_source(name, source)

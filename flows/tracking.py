@@ -1,0 +1,157 @@
+"""MLflow as a view of the warehouse: experiment per campaign, parent run per campaign, child run per trajectory.
+
+Child runs carry `mlflow.parentRunId` explicitly (MLflow's active run does not cross Prefect's task
+threads); per-turn metrics use step = turn and are written in one `log_batch` (atomic), whose `turn`
+metric marks the step as logged, so re-logging after a crash or on resume never duplicates a step.
+Only the campaign's writer thread calls this class.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, RunStatus
+from mlflow.exceptions import MlflowException
+
+from ptxcore.agent import TrajectoryPlan
+from ptxcore.agent.records import step_metrics
+from ptxcore.schema import StopReason, TrajectoryRecord, TurnRecord
+
+log = logging.getLogger(__name__)
+
+TAG_CAMPAIGN = "ptxbench.campaign_id"
+TAG_KIND = "ptxbench.kind"
+TAG_TRAJECTORY = "ptxbench.trajectory_id"
+MARKER_METRIC = "turn"
+
+
+def default_mlruns_dir() -> Path:
+    """$PTXBENCH_MLRUNS, else ./mlruns (made absolute: MLflow's own default depends on the cwd)."""
+    return Path(os.environ.get("PTXBENCH_MLRUNS") or "mlruns").resolve()
+
+
+def default_tracking_uri(mlruns: Path | None = None) -> str:
+    root = (mlruns or default_mlruns_dir()).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{root / 'mlflow.db'}"
+
+
+def experiment_name(campaign_id: str) -> str:
+    return f"ptxbench/{campaign_id}"
+
+
+class MlflowTracker:
+    """Writes one campaign's runs."""
+
+    def __init__(self, tracking_uri: str, campaign_id: str, artifact_root: Path | None = None) -> None:
+        self.client = MlflowClient(tracking_uri=tracking_uri)
+        self.tracking_uri = tracking_uri
+        self.campaign_id = campaign_id
+        name = experiment_name(campaign_id)
+        exp = self.client.get_experiment_by_name(name)
+        if exp is None:
+            location = None
+            if artifact_root is not None:
+                location = (artifact_root.resolve() / campaign_id).as_uri()
+            self.experiment_id = self.client.create_experiment(name, artifact_location=location,
+                                                               tags={TAG_CAMPAIGN: campaign_id})
+        else:
+            self.experiment_id = exp.experiment_id
+        self.parent_run_id = ""
+        self._runs: dict[str, str] = {}
+        self._steps: dict[str, set[int]] = {}
+        self._load_runs()
+
+    def _load_runs(self) -> None:
+        token = None
+        while True:
+            page = self.client.search_runs([self.experiment_id], max_results=1000, page_token=token)
+            for run in page:
+                tags = run.data.tags
+                if tags.get(TAG_KIND) == "campaign":
+                    self.parent_run_id = run.info.run_id
+                elif TAG_TRAJECTORY in tags:
+                    self._runs[tags[TAG_TRAJECTORY]] = run.info.run_id
+            token = page.token
+            if not token:
+                return
+
+    def _params(self, run_id: str, params: dict[str, str]) -> None:
+        try:
+            self.client.log_batch(run_id, params=[Param(k, str(v)[:6000]) for k, v in params.items()])
+        except MlflowException as exc:  # a resumed campaign whose file changed: keep the first values
+            log.warning("MLflow params not updated for run %s: %s", run_id, str(exc).splitlines()[0])
+
+    def start_campaign(self, params: dict[str, str], config_text: str) -> str:
+        if not self.parent_run_id:
+            run = self.client.create_run(self.experiment_id, run_name=f"campaign {self.campaign_id}",
+                                         tags={TAG_CAMPAIGN: self.campaign_id, TAG_KIND: "campaign"})
+            self.parent_run_id = run.info.run_id
+        else:
+            self.client.update_run(self.parent_run_id, status="RUNNING")
+        self._params(self.parent_run_id, params)
+        self.client.log_text(self.parent_run_id, config_text, "campaign.yaml")
+        return self.parent_run_id
+
+    def trajectory_run(self, plan: TrajectoryPlan) -> str:
+        """The trajectory's child run (created once, found again on resume)."""
+        if plan.trajectory_id in self._runs:
+            return self._runs[plan.trajectory_id]
+        tags = {TAG_CAMPAIGN: self.campaign_id, TAG_KIND: "trajectory", TAG_TRAJECTORY: plan.trajectory_id,
+                "mlflow.parentRunId": self.parent_run_id, "model": plan.model.model, "arch": plan.arch,
+                "prompt_variant": plan.prompt_variant, "problem": plan.problem}
+        run = self.client.create_run(self.experiment_id, run_name=plan.label, tags=tags)
+        self._runs[plan.trajectory_id] = run.info.run_id
+        self._steps[run.info.run_id] = set()
+        self._params(run.info.run_id, {
+            "model": plan.model.model, "arch": plan.arch, "prompt_variant": plan.prompt_variant,
+            "problem": plan.problem, "index": str(plan.index), "max_turns": str(plan.agent.max_turns),
+            "target_speedup": str(plan.agent.target_speedup), "context_policy": plan.agent.context_policy.value,
+            "language": plan.language.value, "decoding": json.dumps(plan.model.decoding, sort_keys=True),
+        })
+        return run.info.run_id
+
+    def logged_steps(self, run_id: str) -> set[int]:
+        if run_id not in self._steps:
+            history = self.client.get_metric_history(run_id, MARKER_METRIC)
+            self._steps[run_id] = {int(m.step) for m in history}
+        return self._steps[run_id]
+
+    def log_turn(self, plan: TrajectoryPlan, record: TurnRecord) -> bool:
+        """Log one turn unless its step is already there; returns whether it logged."""
+        run_id = self.trajectory_run(plan)
+        if record.turn in self.logged_steps(run_id):
+            return False
+        prefix = f"turns/turn_{record.turn:02d}"
+        if record.kernel_text is not None:
+            self.client.log_text(run_id, record.kernel_text, f"{prefix}/kernel.cu")
+        self.client.log_text(run_id, record.response_text, f"{prefix}/response.md")
+        self.client.log_text(run_id, record.feedback, f"{prefix}/feedback.md")
+        stamp = int(time.time() * 1000)
+        metrics = [Metric(k, v, stamp, record.turn) for k, v in step_metrics(record).items()]
+        self.client.log_batch(run_id, metrics=metrics, synchronous=True)
+        self._steps[run_id].add(record.turn)
+        return True
+
+    def finish_trajectory(self, plan: TrajectoryPlan, record: TrajectoryRecord) -> None:
+        run_id = self.trajectory_run(plan)
+        self.client.set_tag(run_id, "stop_reason", record.stop_reason.value)
+        self.client.set_tag(run_id, "num_turns", str(record.num_turns))
+        if record.best_speedup is not None:
+            self.client.log_metric(run_id, "best_speedup", record.best_speedup)
+        if record.stop_reason is StopReason.RUNNING:
+            return
+        status = RunStatus.to_string(RunStatus.FAILED if record.stop_reason is StopReason.ERROR else RunStatus.FINISHED)
+        self.client.set_terminated(run_id, status=status)
+
+    def finish_campaign(self, headline_markdown: str, metrics: dict[str, float], failed: bool) -> None:
+        self.client.log_text(self.parent_run_id, headline_markdown, "headline.md")
+        stamp = int(time.time() * 1000)
+        self.client.log_batch(self.parent_run_id, metrics=[Metric(k, float(v), stamp, 0) for k, v in metrics.items()])
+        self.client.set_terminated(self.parent_run_id,
+                                   status=RunStatus.to_string(RunStatus.FAILED if failed else RunStatus.FINISHED))

@@ -1,0 +1,18 @@
+"""The compile task: nvcc + ptxas report + static SASS verdict on a CPU worker (content-addressed cache)."""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from ptxcore.arch import get_architecture
+from ptxcore.compile import BuildOptions, CompiledCandidate, compile_candidate
+
+COMPILE_TAG = "compile"
+"""Tag whose concurrency limit bounds parallel nvcc builds."""
+
+
+@task(name="compile", task_run_name="compile {label}", tags=[COMPILE_TAG], cache_policy=NO_CACHE)
+def compile_kernel(source: str, arch: str, label: str) -> CompiledCandidate:
+    """Build the candidate for the architecture (no -lcuda: CPU workers have no driver)."""
+    return compile_candidate(source, BuildOptions(arch=get_architecture(arch)))

@@ -1,0 +1,68 @@
+"""Fakes for flow tests: a judge plugin loaded by import path (`tests.flows.fakes:fake_judge`).
+
+The fake judge never touches a GPU. Its verdicts are set by environment variables so that a campaign
+run in a subprocess (the SIGKILL test) behaves the same:
+  FAKE_JUDGE_SPEEDUP   when set, compiled kernels PASS with this speedup; else INCORRECT_NUMERICAL
+  FAKE_JUDGE_DELAY_S   seconds each judgement takes (default 0)
+  FAKE_JUDGE_INFRA_FILE  path: while this file exists, a judgement returns INFRA_ERROR and deletes it
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from ptxcore.arch import Architecture
+from ptxcore.compile import CompiledCandidate
+from ptxcore.problems import Problem
+from ptxcore.schema import (
+    Correctness,
+    EnvironmentInfo,
+    EvaluationStatus,
+    JudgeResult,
+    Performance,
+    TargetInstruction,
+    TargetInstructionEvidence,
+)
+
+FAKE_GPU = "Fake GPU (tests)"
+
+
+class FakeJudge:
+    name = "fake"
+
+    def __init__(self, arch: str) -> None:
+        self.arch = arch
+        self.calls = 0
+
+    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate) -> JudgeResult:
+        self.calls += 1
+        time.sleep(float(os.environ.get("FAKE_JUDGE_DELAY_S", "0")))
+        env = EnvironmentInfo(gpu_name=FAKE_GPU, driver_version="0.0")
+        evidence = TargetInstructionEvidence(status=TargetInstruction.NOT_EXECUTED, tool="fake")
+        infra = os.environ.get("FAKE_JUDGE_INFRA_FILE")
+        if infra and Path(infra).exists():
+            Path(infra).unlink()
+            return JudgeResult(status=EvaluationStatus.INFRA_ERROR, reason="fake driver hiccup", definition=problem.name,
+                               arch=arch.key, target_instruction=evidence, environment=env)
+        speedup = os.environ.get("FAKE_JUDGE_SPEEDUP")
+        if speedup:
+            s = float(speedup)
+            return JudgeResult(
+                status=EvaluationStatus.PASSED, definition=problem.name, arch=arch.key, environment=env,
+                target_instruction=TargetInstructionEvidence(status=TargetInstruction.EXECUTED, tool="fake"),
+                correctness=Correctness(max_absolute_error=0.001, max_relative_error=0.002),
+                performance=Performance(latency_ms=1.0 / s, reference_latency_ms=1.0, speedup_factor=s),
+                compile=compiled.result, sass=compiled.sass,
+            )
+        return JudgeResult(
+            status=EvaluationStatus.INCORRECT_NUMERICAL, reason="mismatch in 100% of elements",
+            definition=problem.name, arch=arch.key, environment=env, target_instruction=evidence,
+            correctness=Correctness(max_absolute_error=3.5, max_relative_error=1.0),
+            compile=compiled.result, sass=compiled.sass,
+        )
+
+
+def fake_judge(arch: str) -> FakeJudge:
+    return FakeJudge(arch)
