@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 
 from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import GlobalConcurrencyLimitUpdate
 from prefect.exceptions import ObjectNotFound
+from prefect.settings import PREFECT_API_URL
 
 from ptxcore.agent import CampaignConfig, TrajectoryPlan
 from ptxcore.agent.llm import provider_of
@@ -55,11 +57,33 @@ def _read(client, tag: str) -> tuple[int | None, int | None, bool]:
         return legacy, None, False
 
 
-def ensure_limits(limits: dict[str, int]) -> dict[str, int]:
-    """Create or update each tag limit, then verify it; returns what the server reports."""
+def ephemeral_api() -> bool:
+    """No PREFECT_API_URL: this process runs Prefect's temporary local server."""
+    return not PREFECT_API_URL.value()
+
+
+def _clear_stale_slots(client, tag: str) -> None:
+    """A temporary local server runs no lease repossessor, so slots of a killed run stay taken: free them."""
+    try:
+        gcl = client.read_global_concurrency_limit_by_name(f"tag:{tag}")
+    except ObjectNotFound:
+        return
+    if gcl.active_slots:
+        log.warning("concurrency limit %s: freeing %d slots left by an earlier run", tag, gcl.active_slots)
+        client.update_global_concurrency_limit(f"tag:{tag}", GlobalConcurrencyLimitUpdate(active_slots=0))
+
+
+def ensure_limits(limits: dict[str, int], clear_stale: bool | None = None) -> dict[str, int]:
+    """Create or update each tag limit, then verify it; returns what the server reports.
+
+    `clear_stale` (default: when on the temporary local server) frees slots still held by killed runs.
+    """
     verified: dict[str, int] = {}
+    clear_stale = ephemeral_api() if clear_stale is None else clear_stale
     with get_client(sync_client=True) as client:
         for tag, slots in sorted(limits.items()):
+            if clear_stale:
+                _clear_stale_slots(client, tag)
             current, _, _ = _read(client, tag)
             if current != slots:
                 if current is not None:

@@ -7,6 +7,7 @@ import os
 
 import typer
 
+from . import campaign as campaign_cmd
 from . import problems as problems_cmd
 from . import profiler as profiler_cmd
 from . import prompts as prompts_cmd
@@ -29,6 +30,7 @@ app.command("compile")(compile_command)
 app.add_typer(warehouse_cmd.app, name="warehouse")
 app.add_typer(report_cmd.app, name="report")
 app.command("sql")(sql_command)
+app.add_typer(campaign_cmd.app, name="campaign")
 
 
 @app.callback()

@@ -1,0 +1,201 @@
+"""`ptxbench campaign run | validate | status | deploy`: campaigns from the command line.
+
+`run` executes the campaign flow in this process (Prefect's temporary local server unless
+PREFECT_API_URL points at a long-lived `prefect server start`), draws a progress bar, and ends with
+the headline table. Heavy imports happen inside the commands.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from .errors import UserError, fail, one_line_errors
+
+app = typer.Typer(help="Run, inspect and schedule benchmark campaigns.", no_args_is_help=True)
+DEFAULT_CONFIG = "campaigns/demo.yaml"
+
+
+def _config_errors() -> tuple[type[BaseException], ...]:
+    from ptxcore.agent import CampaignConfigError
+    from ptxcore.agent.replay import ReplayError
+
+    return (CampaignConfigError, ReplayError)
+
+
+def parse_profilers(values: list[str] | None) -> dict[str, str]:
+    """`URL` (every architecture) or `arch=URL`, repeatable."""
+    out: dict[str, str] = {}
+    for v in values or []:
+        arch, sep, url = v.partition("=")
+        if not sep or "://" in arch:
+            out["*"] = v
+        else:
+            out[arch.strip()] = url.strip()
+    for url in out.values():
+        if not url.startswith(("http://", "https://")):
+            raise UserError(f"--profiler {url!r}: expected an http(s) URL (or arch=URL)")
+    return out
+
+
+def _expand_profilers(profilers: dict[str, str], archs: list[str]) -> dict[str, str]:
+    from ptxcore.arch import get_architecture
+
+    everywhere = profilers.pop("*", None)
+    out = {a: everywhere for a in archs} if everywhere else {}
+    out.update({get_architecture(k).key: v for k, v in profilers.items()})
+    return out
+
+
+def _quiet_prefect(verbose: bool) -> None:
+    if not verbose:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+        os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+
+@app.command("run")
+@one_line_errors
+def run_command(
+    config: str = typer.Argument(DEFAULT_CONFIG, help="Campaign file (YAML)."),
+    campaign_id: str = typer.Option(None, "--campaign-id", help="Override the id (rerun an id to resume it)."),
+    warehouse: str = typer.Option(None, "--warehouse", help="DuckDB file (default runs/<id>/warehouse.duckdb)."),
+    profiler: list[str] = typer.Option(None, "--profiler", help="Profiling service URL, or arch=URL (repeatable)."),
+    mlflow_uri: str = typer.Option(None, "--mlflow-uri", help="MLflow tracking URI (default sqlite in ./mlruns)."),
+    judge_plugin: str = typer.Option(None, "--judge-plugin", hidden=True, help="module:factory judge backend."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task-run logs."),
+) -> None:
+    """Run (or resume) a campaign and print its headline table."""
+    _quiet_prefect(verbose)
+    from ptxcore.agent import load_campaign
+
+    try:
+        cfg, _ = load_campaign(config)
+        profilers = _expand_profilers(parse_profilers(profiler), cfg.architectures) or None
+    except _config_errors() as exc:
+        raise UserError(str(exc)) from exc
+    summary = _run_with_progress(config, campaign_id, warehouse, profilers, mlflow_uri, judge_plugin, cfg)
+    if as_json:
+        typer.echo(json.dumps(summary.model_dump(mode="json"), indent=1))
+    else:
+        _print_summary(summary)
+    if summary.errors:
+        raise typer.Exit(1)
+
+
+def _run_with_progress(config, campaign_id, warehouse, profilers, mlflow_uri, judge_plugin, cfg):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from flows.campaign import PROGRESS_LISTENERS, campaign_flow
+
+    console = Console(stderr=True)
+    columns = (TextColumn("[bold]{task.fields[name]}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("turns"), TimeElapsedColumn(), TextColumn("{task.description}"))
+    with Progress(*columns, console=console, transient=False) as bar:
+        task = bar.add_task("starting (Prefect server, MLflow store)", total=None, name=campaign_id or cfg.id)
+
+        def listener(done: int, planned: int, last: str) -> None:
+            bar.update(task, completed=done, total=planned, description=last[-70:])
+
+        PROGRESS_LISTENERS.append(listener)
+        try:
+            summary = campaign_flow(config_path=config, campaign_id=campaign_id, warehouse=warehouse,
+                                    profilers=profilers, mlflow_tracking_uri=mlflow_uri, judge_plugin=judge_plugin)
+        except _config_errors() as exc:
+            raise UserError(str(exc)) from exc
+        finally:
+            PROGRESS_LISTENERS.remove(listener)
+    return summary
+
+
+def _print_summary(summary) -> None:
+    from rich.table import Table
+
+    from ptxcore.agent.summary import HEADER, headline_cells
+
+    console = Console()
+    table = Table(title=f"Campaign {summary.campaign_id}: headline", title_justify="left")
+    for h in HEADER:
+        table.add_column(h, overflow="fold")
+    for row in summary.headline:
+        table.add_row(*headline_cells(row))
+    console.print(table)
+    not_eval = sum(r.not_evaluated for r in summary.headline)
+    if not_eval:
+        console.print(f"[yellow]{not_eval} compiled turns are NOT_EVALUATED[/]: no GPU judge "
+                      f"({', '.join(f'{a}: {j}' for a, j in summary.judges.items())}); they carry no "
+                      "correctness or timing. Run on a GPU host or pass --profiler URL.")
+    console.print(f"turns recorded: {summary.turns_recorded} ({summary.turns_this_run} in this run) of at most "
+                  f"{summary.turns_planned_max}; trajectories: {summary.trajectories_planned}", highlight=False)
+    console.print(f"warehouse: {summary.warehouse}\nMLflow: {summary.mlflow_tracking_uri} "
+                  f"(experiment {summary.mlflow_experiment})", highlight=False, markup=False)
+    for err in summary.errors:
+        console.print(f"[red]error[/] {err}", highlight=False)
+    if summary.errors:
+        console.print("Rerun the same command to resume the unfinished trajectories.")
+
+
+@app.command("validate")
+@one_line_errors
+def validate_command(config: str = typer.Argument(DEFAULT_CONFIG, help="Campaign file (YAML).")) -> None:
+    """Check a campaign file and show what it would run (no model calls)."""
+    from ptxcore.agent import load_campaign, plan_campaign
+
+    try:
+        cfg, _ = load_campaign(config)
+        plans = plan_campaign(cfg)
+    except _config_errors() as exc:
+        raise UserError(str(exc)) from exc
+    pairs = sorted({(p.arch, p.prompt_variant) for p in plans})
+    typer.echo(f"{config}: campaign {cfg.id}: {len(cfg.models)} models x {len(pairs)} (architecture, variant) "
+               f"pairs x {cfg.trajectories} trajectories x {len(cfg.problem_names())} problems "
+               f"= {len(plans)} trajectories, at most {len(plans) * cfg.turns} turns")
+    for arch in cfg.architectures:
+        typer.echo(f"  {arch}: {', '.join(v for a, v in pairs if a == arch)}")
+
+
+@app.command("status")
+@one_line_errors
+def status_command(
+    campaign_id: str = typer.Argument(..., help="Campaign id."),
+    warehouse: str = typer.Option(None, "--warehouse", help="DuckDB file (default runs/<id>/warehouse.duckdb)."),
+) -> None:
+    """Headline table and stop reasons of a campaign, from its warehouse (read-only)."""
+    from ptxcore.agent import headline_markdown, headline_rows
+    from ptxcore.warehouse import Warehouse, WarehouseError
+
+    path = Path(warehouse or f"runs/{campaign_id}/warehouse.duckdb")
+    try:
+        with Warehouse(path, read_only=True) as wh:
+            turns, trajectories = wh.turns(campaign_id), wh.trajectories(campaign_id)
+    except WarehouseError as exc:
+        raise UserError(str(exc)) from exc
+    if not trajectories:
+        fail(f"no campaign {campaign_id!r} in {path}")
+    typer.echo(headline_markdown(headline_rows(turns, trajectories)))
+
+
+@app.command("deploy")
+@one_line_errors
+def deploy_command(
+    config: str = typer.Argument(DEFAULT_CONFIG, help="Campaign file (YAML)."),
+    name: str = typer.Option(None, "--name", help="Deployment name (default: the campaign id)."),
+    cron: str = typer.Option("0 3 * * *", "--cron", help="Cron schedule (server time zone: UTC unless set)."),
+    pool: str = typer.Option("ptxbench-process", "--pool", help="Process work pool (created when missing)."),
+) -> None:
+    """Schedule a campaign: a deployment with a cron schedule on a process work pool (needs a Prefect server)."""
+    _quiet_prefect(False)
+    from flows.deploy import DeployError, deploy_campaign
+
+    try:
+        result = deploy_campaign(config, name=name, cron=cron, pool=pool)
+    except _config_errors() + (DeployError,) as exc:
+        raise UserError(str(exc)) from exc
+    typer.echo(f"deployment {result.flow_name}/{result.name} (id {result.deployment_id}) on pool {result.pool}, "
+               f"cron {result.cron!r}")
+    typer.echo(f"start a worker: prefect worker start --pool {result.pool}")
