@@ -17,9 +17,12 @@ def sql_command(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array of row objects."),
     max_rows: int = typer.Option(200, "--max-rows", min=1, help="Rows shown in the table view."),
 ) -> None:
-    """Query the warehouse (read-only). Tables: campaigns, trajectories, turns, kernels, evaluations,
-    target_evidence, reference_latencies, environments, ptxbench_source_turns, fi_*; views: v_turn_outcomes,
-    v_turn_metrics, v_turn_metrics_by_variant, v_turn_metrics_variant_spread, v_fast_p, v_fast_p_bands."""
+    """Run one read-only SQL query against the warehouse.
+
+    Tables: campaigns, trajectories, turns, kernels, evaluations, target_evidence, reference_latencies,
+    environments, ptxbench_source_turns, fi_*. Views: v_turn_outcomes, v_turn_metrics,
+    v_turn_metrics_by_variant, v_turn_metrics_variant_spread, v_fast_p, v_fast_p_bands.
+    """
     with warehouse_errors(), open_warehouse(db, read_only=True) as wh:
         cols, rows = wh.sql(query)
     if as_json:

@@ -25,6 +25,7 @@ from .tables import (
     prompt_level_table,
     speedup_tables,
     status_table,
+    unjudged_groups,
     variant_spread_table,
 )
 
@@ -69,13 +70,15 @@ def build_report(outcomes: Sequence[TurnOutcome], out_dir: Path, title: str,
     by_variant = turn_metrics(outcomes, TURN_LIMITS, by_variant=True)
     bands = fast_p_bands(fast_p_curves(outcomes))
     on_step("tables")
-    tables = [*correctness_tables(metrics), *speedup_tables(metrics), prompt_level_table(by_variant),
-              condition_table(metrics), variant_spread_table(variant_spread(by_variant)), status_table(outcomes)]
+    unjudged = unjudged_groups(outcomes)
+    tables = [*correctness_tables(metrics, unjudged=unjudged), *speedup_tables(metrics, unjudged=unjudged),
+              prompt_level_table(by_variant, unjudged=unjudged), condition_table(metrics, unjudged=unjudged),
+              variant_spread_table(variant_spread(by_variant), unjudged=unjudged), status_table(outcomes)]
     figures = [
         ("fast_p_inst.png", "Figure 2 style: Fast_p^Inst per problem, mean over prompt variants with min–max band",
-         lambda p: plots.plot_fast_p(bands, p, inst=True)),
+         lambda p: plots.plot_fast_p(bands, p, inst=True, unjudged=unjudged)),
         ("fast_p.png", "Fast_p (any correct turn) per problem, mean over prompt variants with min–max band",
-         lambda p: plots.plot_fast_p(bands, p, inst=False)),
+         lambda p: plots.plot_fast_p(bands, p, inst=False, unjudged=unjudged)),
         ("status_by_turn.png", "Figures 7/9 style: status mix at every turn index",
          lambda p: plots.plot_status_by_turn(outcomes, p)),
         ("transitions.png", "Figures 7/9 style: error-state transitions between consecutive turns",

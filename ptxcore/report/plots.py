@@ -57,11 +57,15 @@ def _label(model: str, arch: str) -> str:
     return f"{model} ({arch})"
 
 
-def plot_fast_p(bands: Sequence[FastPBand], path: Path, inst: bool = True, p_max: float | None = None) -> Path:
-    """Fast_p^Inst (inst=True) or Fast_p curves, one panel per problem, shading = min–max over variants."""
+def plot_fast_p(bands: Sequence[FastPBand], path: Path, inst: bool = True, p_max: float | None = None,
+                unjudged: frozenset[tuple[str, str, str]] = frozenset()) -> Path:
+    """Fast_p^Inst (inst=True) or Fast_p curves, one panel per problem, shading = min–max over variants.
+    Series of (model, arch, problem) groups without any judged turn are left out and the panel says so."""
     by_def: dict[str, dict[tuple[str, str], list[FastPBand]]] = defaultdict(lambda: defaultdict(list))
     for b in bands:
-        by_def[b.definition][(b.model, b.arch)].append(b)
+        series = by_def[b.definition]  # creates the panel even when every series is unjudged
+        if (b.model, b.arch, b.definition) not in unjudged:
+            series[(b.model, b.arch)].append(b)
     top = p_max or max(1.3, max((b.p for b in bands if (b.fast_p_max if not inst else b.fast_p_inst_max) > 0),
                                 default=1.0) + 0.1)
     fig, axes = _grid(max(1, len(by_def)))
@@ -77,6 +81,8 @@ def plot_fast_p(bands: Sequence[FastPBand], path: Path, inst: bool = True, p_max
             (line,) = ax.plot(ps, mean, lw=1.6, drawstyle="steps-post", color=colors[model], ls=styles[arch])
             ax.fill_between(ps, lo, hi, step="post", alpha=0.15, color=colors[model], lw=0)
             handles.setdefault(_label(model, arch), line)
+        if not series:
+            ax.text(0.5, 0.5, "not evaluated\n(no judged turn)", ha="center", va="center", transform=ax.transAxes)
         ax.axvline(1.0, color="k", lw=0.6, ls=":")
         ax.set(title=definition, xlabel="speedup threshold p", ylabel="Fast$_p^{Inst}$" if inst else "Fast$_p$",
                xlim=(0, top), ylim=(0, 1.02))
@@ -175,7 +181,7 @@ def plot_transitions(outcomes: Sequence[TurnOutcome], path: Path) -> Path:
         ax.set_yticks(range(len(states)), names, fontsize=6)
         ax.set(title=_label(model, arch), xlabel="turn t+1", ylabel="turn t")
         ax.title.set_fontsize(8)
-    fig.suptitle("Error-state transitions between consecutive turns (counts; colour = row share)", fontsize=10)
+    fig.suptitle("Status transitions t → t+1\n(counts; colour = row share)", fontsize=10)
     return _save(fig, path)
 
 

@@ -15,9 +15,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from ptxcore.metrics import TurnMetrics, TurnOutcome, VariantSpread
-from ptxcore.schema import FrozenModel
+from ptxcore.schema import EvaluationStatus, FrozenModel
 
 DASH = "–"
+NOT_EVALUATED = "not evaluated"
+"""Cell text for a (model, arch, problem) none of whose turns was judged (no GPU judge)."""
+
+Unjudged = frozenset[tuple[str, str, str]]
+"""(model, arch, definition) groups without a single judged turn."""
 
 
 class ReportError(ValueError):
@@ -73,62 +78,92 @@ def _cell(by_k: dict[int, TurnMetrics], ks: Sequence[int], speed: bool) -> str:
                        [fmt_rate(by_k[k].turn_correct_rate) for k in ks])
 
 
-def _layout(metrics: Sequence[TurnMetrics], ks: Sequence[int], speed: bool, title: str, key: str) -> list[Table]:
+def unjudged_groups(outcomes: Iterable[TurnOutcome]) -> Unjudged:
+    """Groups whose every turn is NOT_EVALUATED or INFRA_ERROR (their zeros would mean nothing)."""
+    judged, seen = set(), set()
+    for o in outcomes:
+        key = (o.model, o.arch, o.definition)
+        seen.add(key)
+        if o.status not in (EvaluationStatus.NOT_EVALUATED, EvaluationStatus.INFRA_ERROR):
+            judged.add(key)
+    return frozenset(seen - judged)
+
+
+def _layout(metrics: Sequence[TurnMetrics], ks: Sequence[int], speed: bool, title: str, key: str,
+            unjudged: Unjudged) -> list[Table]:
     cells = _index(metrics)
     tables = []
     for arch in sorted({m.arch for m in metrics}):
         defs = sorted({d for (_, a, d) in cells if a == arch})
         models = sorted({mo for (mo, a, _) in cells if a == arch})
-        rows = [[model] + [_cell(cells[(model, arch, d)], ks, speed) if (model, arch, d) in cells else ""
-                           for d in defs] for model in models]
+        rows = [[model] + [_pick(cells, (model, arch, d), unjudged, lambda c: _cell(c, ks, speed)) for d in defs]
+                for model in models]
         tables.append(Table(title=f"{title} — {arch}", header=["model", *defs], rows=rows, key=f"{key}_{arch}"))
     return tables
 
 
-def correctness_tables(metrics: Sequence[TurnMetrics], ks: Sequence[int] = (1, 4, 8)) -> list[Table]:
+def _pick(cells: dict, key: tuple, unjudged: Unjudged, render) -> str:
+    if key not in cells:
+        return ""
+    if (key[0], key[1], key[-1]) in unjudged:
+        return NOT_EVALUATED
+    return render(cells[key])
+
+
+def correctness_tables(metrics: Sequence[TurnMetrics], ks: Sequence[int] = (1, 4, 8),
+                       unjudged: Unjudged = frozenset()) -> list[Table]:
     """Tables 1 / 8: turn correctness rates (percent) per architecture."""
-    return _layout(metrics, ks, False, f"Turn correctness rate, % (k = {' / '.join(map(str, ks))})", "table1")
+    return _layout(metrics, ks, False, f"Turn correctness rate, % (k = {' / '.join(map(str, ks))})", "table1",
+                   unjudged)
 
 
-def speedup_tables(metrics: Sequence[TurnMetrics], ks: Sequence[int] = (1, 4, 8)) -> list[Table]:
+def speedup_tables(metrics: Sequence[TurnMetrics], ks: Sequence[int] = (1, 4, 8),
+                   unjudged: Unjudged = frozenset()) -> list[Table]:
     """Tables 7 / 9: best speedups per architecture."""
-    return _layout(metrics, ks, True, f"Best speedup (k = {' / '.join(map(str, ks))})", "table7")
+    return _layout(metrics, ks, True, f"Best speedup (k = {' / '.join(map(str, ks))})", "table7", unjudged)
 
 
-def prompt_level_table(by_variant: Sequence[TurnMetrics], ks: Sequence[int] = (1, 4, 8)) -> Table:
+def prompt_level_table(by_variant: Sequence[TurnMetrics], ks: Sequence[int] = (1, 4, 8),
+                       unjudged: Unjudged = frozenset()) -> Table:
     """Table 3 style: the correctness cell per prompt variant."""
     cells = _index(by_variant, with_variant=True)
     defs = sorted({k[3] for k in cells})
     rows = []
     for model, arch, variant in sorted({k[:3] for k in cells}):
         rows.append([model, arch, variant or ""] + [
-            _cell(cells[(model, arch, variant, d)], ks, False) if (model, arch, variant, d) in cells else ""
-            for d in defs])
+            _pick(cells, (model, arch, variant, d), unjudged, lambda c: _cell(c, ks, False)) for d in defs])
     return Table(title="Turn correctness rate by prompt variant, %", header=["model", "arch", "variant", *defs],
                  rows=rows, key="table3")
 
 
-def condition_table(metrics: Sequence[TurnMetrics], k: int = 8) -> Table:
+def condition_table(metrics: Sequence[TurnMetrics], k: int = 8, unjudged: Unjudged = frozenset()) -> Table:
     """Table 4 style: per condition (model, arch) the k-turn cell per problem and the mean over problems."""
     cells = _index(metrics)
     defs = sorted({d for (_, _, d) in cells})
     rows = []
     for model, arch in sorted({(mo, a) for (mo, a, _) in cells}):
-        present = [cells[(model, arch, d)][k] for d in defs if (model, arch, d) in cells]
-        cols = [f"target {fmt_rate(cells[(model, arch, d)][k].target_turn_correct_rate)} "
-                f"(all {fmt_rate(cells[(model, arch, d)][k].turn_correct_rate)})"
-                if (model, arch, d) in cells else "" for d in defs]
-        mean_t = sum(m.target_turn_correct_rate for m in present) / len(present)
-        mean_a = sum(m.turn_correct_rate for m in present) / len(present)
-        rows.append([model, arch, *cols, f"target {fmt_rate(mean_t)} (all {fmt_rate(mean_a)})"])
+        present = [cells[(model, arch, d)][k] for d in defs
+                   if (model, arch, d) in cells and (model, arch, d) not in unjudged]
+        cols = [_pick(cells, (model, arch, d), unjudged,
+                      lambda c: f"target {fmt_rate(c[k].target_turn_correct_rate)} (all {fmt_rate(c[k].turn_correct_rate)})")
+                for d in defs]
+        mean = NOT_EVALUATED
+        if present:
+            mean_t = sum(m.target_turn_correct_rate for m in present) / len(present)
+            mean_a = sum(m.turn_correct_rate for m in present) / len(present)
+            mean = f"target {fmt_rate(mean_t)} (all {fmt_rate(mean_a)})"
+        rows.append([model, arch, *cols, mean])
     return Table(title=f"Turn correctness rate by condition, % (k = {k})", header=["condition", "arch", *defs, "mean"],
                  rows=rows, key="table4")
 
 
-def variant_spread_table(spread: Sequence[VariantSpread], k: int = 8) -> Table:
+def variant_spread_table(spread: Sequence[VariantSpread], k: int = 8, unjudged: Unjudged = frozenset()) -> Table:
     """Mean [min–max] across prompt variants of the k-turn rates."""
     rows = []
     for s in sorted((s for s in spread if s.k == k), key=lambda s: (s.arch, s.model, s.definition, s.run)):
+        if (s.model, s.arch, s.definition) in unjudged:
+            rows.append([s.model, s.arch, s.definition, str(s.n_variants), NOT_EVALUATED, NOT_EVALUATED])
+            continue
         rows.append([s.model, s.arch, s.definition, str(s.n_variants),
                      f"{fmt_rate(s.target_turn_correct_rate_mean)} [{fmt_rate(s.target_turn_correct_rate_min)}"
                      f"–{fmt_rate(s.target_turn_correct_rate_max)}]",

@@ -64,13 +64,16 @@ def test_report_on_our_own_campaign_with_unjudged_turns(tmp_path):
         wh.upsert_turns([full_turn(trajectory="t0", turn=n, prompt_variant="full") for n in range(3)] + [
             full_turn(trajectory="t1", turn=n, prompt_variant="full", judge=None, speedup=None,
                       status=EvaluationStatus.NOT_EVALUATED, target_instruction=TargetInstruction.UNKNOWN)
-            for n in range(2)])
+            for n in range(2)] + [
+            full_turn(trajectory="t2", turn=0, problem="mha_bwd_d128", judge=None, speedup=None,
+                      status=EvaluationStatus.NOT_EVALUATED, target_instruction=TargetInstruction.UNKNOWN)])
         outcomes = Q.turn_outcomes(wh, ["c1"])
     build_report(outcomes, tmp_path / "rep", "demo")
     md = (tmp_path / "rep" / "report.md").read_text()
-    # t0: 3 correct executed turns, t1: 2 unjudged -> k=1: 1/2, k=4: 3/8, k=8: 3/16
-    assert "target 50.0 / 37.5 / 18.8 (all 50.0 / 37.5 / 18.8)" in md
-    assert "2 turns were not evaluated" in md
+    # gemm: t0 has 3 correct executed turns, t1 2 unjudged -> k=1: 1/2, k=4: 3/8, k=8: 3/16;
+    # mha_bwd_d128 has no judged turn at all -> "not evaluated" rather than zeros
+    assert "| replay/demo | target 50.0 / 37.5 / 18.8 (all 50.0 / 37.5 / 18.8) | not evaluated |" in md
+    assert "3 turns were not evaluated" in md
 
 
 def test_empty_selection_is_refused(tmp_path):
