@@ -142,3 +142,45 @@ def test_model_catches_a_wrong_parity():
 
     with pytest.raises(Hazard):
         many_schedules(build, seeds=100)
+
+
+def bwd_agents(world: World, C: dict, n: int):
+    """Port of produce() and the consumer loop shared by bwd_dkdv and bwd_dq (wgmma_tma_ws.cu)."""
+    stages = C["STAGES"]
+    bar_fix = Barrier(1)
+    full = [Barrier(1) for _ in range(stages)]
+    empty = [Barrier(C["kConsumerWarps"]) for _ in range(stages)]
+
+    def producer():
+        bar_fix.arrive_expect_tx(2 * C["BIG_TILE"])
+        for name in ("F0", "F1"):
+            for h in range(2):
+                world.tma(f"{name}{h}", 0, bar_fix, C["BIG_HALF"])
+        for j in range(n):
+            s = j % stages
+            if j >= stages:
+                yield Wait(empty[s], ((j // stages) + 1) & 1)
+            full[s].arrive_expect_tx(C["STAGE_BYTES"])
+            for name in ("R0", "R1"):
+                for h in range(2):
+                    world.tma(f"{name}{s}{h}", j, full[s], C["SMALL_HALF"])
+            yield None
+
+    def consumer_warp():
+        yield Wait(bar_fix, 0)
+        for j in range(n):
+            s = j % stages
+            yield Wait(full[s], (j // stages) & 1)
+            for _ in range(3):  # first wgmma batch issued, waited; second batch (MN-major reads) waited
+                for name in ("F0", "F1"):
+                    world.expect(f"{name}0", 0), world.expect(f"{name}1", 0)
+                for name in ("R0", "R1"):
+                    world.expect(f"{name}{s}0", j), world.expect(f"{name}{s}1", j)
+                yield None
+            empty[s].arrive()
+
+    return [producer()] + [consumer_warp() for _ in range(C["kConsumerWarps"])]
+
+
+def run_protocol_check(C: dict, n: int, seeds: int = 150) -> None:
+    many_schedules(lambda w: bwd_agents(w, C, n), seeds=seeds)

@@ -1,0 +1,164 @@
+"""CPU replay of solutions/mha_bwd_d128*/wgmma_tma_ws.cu (dK/dV and dQ kernels) through the hardware model.
+
+Ported from the kernel: the TMA tiles of the fixed and streamed operands, issue_abt's descriptors, the
+masks and exponentials on accumulator registers, pack_a, the MN-major descriptors of dO/Q/K and
+store_acc. The hardware model supplies swizzling, descriptor reads and wgmma fragment layouts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .attention_reference import attention_bwd, attention_fwd, ptxbench_mismatch
+from .hw_model import Smem, a_regs_to_matrix, bf16, read_operand, tma_load, wgmma
+from .kernel_source import kernel_constants, solution_path
+from .test_fa3_model import desc_kmajor, desc_mnmajor
+from .test_pipeline_protocols import run_protocol_check
+
+LOG2E = 1.4426950408889634
+
+
+def tma_tile(smem, dst, tensor, row, bh, half_bytes, box_rows):
+    """Port of tma_tile(): two 64-column boxes of box_rows rows."""
+    tma_load(smem, dst, tensor, (0, row, bh), (64, box_rows, 1))
+    tma_load(smem, dst + half_bytes, tensor, (64, row, bh), (64, box_rows, 1))
+
+
+def issue_abt(smem, C, a_tile, b_tile, cw):
+    acc = np.zeros((128, 32), np.float32)
+    for ks in range(8):
+        koff = (ks % 4) * 32
+        a = read_operand(
+            smem, desc_kmajor(a_tile + (ks // 4) * C["BIG_HALF"] + cw * 64 * 128 + koff), 64, True
+        )
+        b = read_operand(smem, desc_kmajor(b_tile + (ks // 4) * C["SMALL_HALF"] + koff), 64, True)
+        acc = wgmma(acc, a, b, scale_d=ks > 0)
+    return acc
+
+
+def pack(x, kk):
+    return a_regs_to_matrix(bf16(x[:, 8 * kk : 8 * kk + 8]))
+
+
+def store_acc(out, acc, row0, mul):
+    S = out.shape[0]
+    for th in range(128):
+        warp, lane = th // 32, th % 32
+        for r in range(2):
+            row = row0 + warp * 16 + lane // 4 + 8 * r
+            if row < S:
+                for c in range(16):
+                    col = 8 * c + 2 * (lane % 4)
+                    out[row, col : col + 2] = acc[th, [4 * c + 2 * r, 4 * c + 2 * r + 1]] * mul
+
+
+def thread_cols(lane):
+    """Column of accumulator register i for each thread: 8 (i // 4) + 2 (lane % 4) + (i & 1); shape [128, 32]."""
+    i = np.arange(32)[None, :]
+    return 8 * (i // 4) + 2 * (lane[:, None] % 4) + (i & 1), (i // 2) & 1
+
+
+def bwd_model(Q, K, V, out_fwd, dO, L, causal: bool, name: str):
+    C = kernel_constants(solution_path(name, "wgmma_tma_ws.cu"))
+    assert C["kCausal"] == causal
+    BH, S, _ = Q.shape
+    BIG, SMALL, ST = C["BIG"], C["SMALL"], C["STAGES"]
+    scale = np.float32(1.0 / np.sqrt(128))
+    scale_log2 = np.float32(scale * LOG2E)
+    delta = (out_fwd.astype(np.float32) * dO.astype(np.float32)).sum(-1)
+    dQ, dK, dV = (np.full(Q.shape, np.nan, np.float32) for _ in range(3))
+    t = np.arange(128)
+    warp, lane = t // 32, t % 32
+    col, rsel = thread_cols(lane)
+    for bh in range(BH):
+        for bx in range(-(-S // BIG)):  # bwd_dkdv
+            k0 = bx * BIG
+            first = k0 // SMALL if causal else 0
+            smem = Smem(C["OFF_BAR"])
+            tma_tile(smem, C["OFF_FIX0"], K, k0, bh, C["BIG_HALF"], BIG)
+            tma_tile(smem, C["OFF_FIX1"], V, k0, bh, C["BIG_HALF"], BIG)
+            for cw in range(2):
+                key_row = np.stack([k0 + cw * 64 + warp * 16 + lane // 4 + 8 * r for r in range(2)], 1)
+                warp_key_max = k0 + cw * 64 + warp * 16 + 15
+                dk = np.zeros((128, 64), np.float32)
+                dv = np.zeros((128, 64), np.float32)
+                for j in range(-(-S // SMALL) - first):
+                    s, q0 = j % ST, (first + j) * SMALL
+                    sQ = C["OFF_RING"] + s * C["STAGE_BYTES"]
+                    sdO = sQ + C["SMALL_TILE"]
+                    tma_tile(smem, sQ, Q, q0, bh, C["SMALL_HALF"], SMALL)
+                    tma_tile(smem, sdO, dO, q0, bh, C["SMALL_HALF"], SMALL)
+                    pt = issue_abt(smem, C, C["OFF_FIX0"], sQ, cw)
+                    dpt = issue_abt(smem, C, C["OFF_FIX1"], sdO, cw)
+                    q = q0 + col
+                    lq = np.where(q < S, L[bh, np.minimum(q, S - 1)], 0.0).astype(np.float32)
+                    p = np.where(q < S, np.exp2(pt * scale_log2 - lq * np.float32(LOG2E)), 0.0)
+                    need_mask = causal & (q0 < warp_key_max)
+                    p = np.where(
+                        need_mask[:, None] & (q < np.take_along_axis(key_row, rsel.repeat(128, 0), 1)), 0.0, p
+                    )
+                    dq_ = np.where(q < S, delta[bh, np.minimum(q, S - 1)], 0.0)
+                    ds = p * (dpt - dq_)
+                    for kk in range(SMALL // 16):
+                        b_do = read_operand(smem, desc_mnmajor(sdO + kk * 2048, C["SMALL_HALF"]), 128, False)
+                        b_q = read_operand(smem, desc_mnmajor(sQ + kk * 2048, C["SMALL_HALF"]), 128, False)
+                        dv = wgmma(dv, pack(p, kk), b_do, True)
+                        dk = wgmma(dk, pack(ds, kk), b_q, True)
+                store_acc(dK[bh], dk, k0 + cw * 64, scale)
+                store_acc(dV[bh], dv, k0 + cw * 64, 1.0)
+        grid_x = -(-S // BIG)
+        for bx in range(grid_x):  # bwd_dq
+            q0 = (grid_x - 1 - bx if causal else bx) * BIG
+            kv_end = min(S, q0 + BIG) if causal else S
+            smem = Smem(C["OFF_BAR"])
+            tma_tile(smem, C["OFF_FIX0"], Q, q0, bh, C["BIG_HALF"], BIG)
+            tma_tile(smem, C["OFF_FIX1"], dO, q0, bh, C["BIG_HALF"], BIG)
+            for cw in range(2):
+                q_row = np.stack([q0 + cw * 64 + warp * 16 + lane // 4 + 8 * r for r in range(2)], 1)
+                warp_q_min = q0 + cw * 64 + warp * 16
+                ok = q_row < S
+                l2 = np.where(ok, L[bh, np.minimum(q_row, S - 1)] * np.float32(LOG2E), np.inf)
+                dl = np.where(ok, delta[bh, np.minimum(q_row, S - 1)], 0.0)
+                l2_i = np.take_along_axis(l2, rsel.repeat(128, 0), 1)
+                dl_i = np.take_along_axis(dl, rsel.repeat(128, 0), 1)
+                qr_i = np.take_along_axis(q_row, rsel.repeat(128, 0), 1)
+                dq = np.zeros((128, 64), np.float32)
+                for j in range(-(-kv_end // SMALL)):
+                    s, n0 = j % ST, j * SMALL
+                    sK = C["OFF_RING"] + s * C["STAGE_BYTES"]
+                    sV = sK + C["SMALL_TILE"]
+                    tma_tile(smem, sK, K, n0, bh, C["SMALL_HALF"], SMALL)
+                    tma_tile(smem, sV, V, n0, bh, C["SMALL_HALF"], SMALL)
+                    p = np.exp2(issue_abt(smem, C, C["OFF_FIX0"], sK, cw) * scale_log2 - l2_i)
+                    need_mask = (n0 + SMALL > S) | (causal & (n0 + SMALL - 1 > warp_q_min))
+                    key = n0 + col
+                    p = np.where(need_mask[:, None] & ((key >= S) | (causal & (key > qr_i))), 0.0, p)
+                    ds = p * (issue_abt(smem, C, C["OFF_FIX1"], sV, cw) - dl_i)
+                    for kk in range(SMALL // 16):
+                        b_k = read_operand(smem, desc_mnmajor(sK + kk * 2048, C["SMALL_HALF"]), 128, False)
+                        dq = wgmma(dq, pack(ds, kk), b_k, True)
+                store_acc(dQ[bh], dq, q0 + cw * 64, scale)
+    return dQ, dK, dV
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("S", [256, 200])
+def test_wgmma_backward_model_matches_reference(S, causal):
+    name = "mha_bwd_d128_causal" if causal else "mha_bwd_d128"
+    rng = np.random.default_rng(41)
+    Q, K, V, dO = (bf16(rng.standard_normal((1, S, 128)).astype(np.float32)) for _ in range(4))
+    fwd_out, L = attention_fwd(Q, K, V, causal)
+    fwd_out, L = bf16(fwd_out.astype(np.float32)), L.astype(np.float32)
+    got = bwd_model(Q, K, V, fwd_out, dO, L, causal, name)
+    want = attention_bwd(Q, K, V, fwd_out, dO, L, causal)
+    for label, g, w in zip(("dQ", "dK", "dV"), got, want, strict=True):
+        assert not np.isnan(g).any(), f"{label} not fully written"
+        assert ptxbench_mismatch(bf16(g), w) == 0, label
+        assert np.max(np.abs(g - w)) < 0.05 * np.max(np.abs(w)) + 1e-3, label
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_wgmma_backward_pipeline_is_safe(n):
+    run_protocol_check(kernel_constants(solution_path("mha_bwd_d128", "wgmma_tma_ws.cu")), n)
