@@ -14,6 +14,7 @@ from . import prompts as prompts_cmd
 from . import report as report_cmd
 from . import warehouse as warehouse_cmd
 from .compile import compile_command
+from .eval import eval_command
 from .sql import sql_command
 
 app = typer.Typer(
@@ -27,6 +28,7 @@ app.add_typer(problems_cmd.app, name="problems")
 app.add_typer(profiler_cmd.app, name="profiler")
 app.add_typer(prompts_cmd.app, name="prompts")
 app.command("compile")(compile_command)
+app.command("eval")(eval_command)
 app.add_typer(warehouse_cmd.app, name="warehouse")
 app.add_typer(report_cmd.app, name="report")
 app.command("sql")(sql_command)

@@ -1,0 +1,99 @@
+"""`ptxbench eval KERNEL.cu --problem NAME [--arch hopper] [--json]`: judge one candidate on this host's GPU.
+
+Exit codes: 0 PASSED, 1 any other verdict, 2 bad input, 3 no GPU here (CPU stages ran), 4 infrastructure error.
+"""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.console import Console
+
+from .errors import one_line_errors, read_text_file
+
+EXIT_VERDICT, EXIT_NO_GPU, EXIT_INFRA = 1, 3, 4
+
+
+@one_line_errors
+def eval_command(
+    kernel: str = typer.Argument(..., help="Path of the candidate .cu file."),
+    problem: str = typer.Option(..., "--problem", "-p", help="Definition name."),
+    arch: str = typer.Option("hopper", "--arch", "-a", help="hopper | blackwell (or h100, h200, b200)."),
+    workload: str = typer.Option(None, "--workload", "-w", help="Workload uuid (default: the first)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the JudgeResult envelope as JSON."),
+) -> None:
+    """Judge a candidate: source check, compile, memcheck, correctness, timing, target instructions."""
+    from ptxcore.arch import get_architecture
+    from ptxcore.gpu import JudgeConfig, NoGPUError, gpu_available, judge_candidate
+    from ptxcore.gpu.cpu import cpu_stages
+    from ptxcore.problems import get_problem
+    from ptxcore.schema import EvaluationStatus
+
+    source = read_text_file(kernel)
+    prob = get_problem(problem)
+    architecture = get_architecture(arch)
+    prob.workload(workload)  # unknown uuid -> one-line error
+    err = Console(stderr=True)
+    result = None
+    if gpu_available():
+        try:
+            with err.status(f"judging {kernel} on the GPU ({prob.name})", spinner="dots"):
+                result = judge_candidate(source, prob, architecture, JudgeConfig(), workload)
+        except NoGPUError:
+            result = None
+    if result is None:
+        result = cpu_stages(source, prob, architecture, workload_uuid=workload)
+    _emit(result, as_json)
+    if result.status is EvaluationStatus.NOT_EVALUATED:
+        err.print(f"no GPU is available on this machine: ran the CPU stages only ({kernel} compiled); "
+                  "correctness, timing and target-instruction execution need a GPU host", markup=False)
+        raise typer.Exit(EXIT_NO_GPU)
+    if result.status is EvaluationStatus.INFRA_ERROR:
+        raise typer.Exit(EXIT_INFRA)
+    if result.status is not EvaluationStatus.PASSED:
+        raise typer.Exit(EXIT_VERDICT)
+
+
+def _emit(result, as_json: bool) -> None:  # noqa: ANN001
+    if as_json:
+        typer.echo(json.dumps(result.model_dump(mode="json"), indent=1))
+    else:
+        print_summary(result, Console())
+
+
+def print_summary(r, console: Console) -> None:  # noqa: ANN001
+    color = "green" if r.status.value == "PASSED" else "yellow" if r.status.value == "NOT_EVALUATED" else "red"
+    console.print(f"[bold {color}]{r.status.value}[/] {r.definition} ({r.arch})", highlight=False)
+    if r.reason:
+        console.print(f"  reason: {r.reason}", markup=False, highlight=False)
+    if r.correctness is not None:
+        x = r.correctness.extra or {}
+        console.print(f"  correctness: max abs {r.correctness.max_absolute_error:.4g}, max rel "
+                      f"{r.correctness.max_relative_error:.4g}, matched {x.get('matched_ratio', 0):.6f}, "
+                      f"allclose {x.get('allclose')}, timed calls verified {x.get('timed_calls_verified', 0)}",
+                      markup=False, highlight=False)
+    if r.performance is not None:
+        p = r.performance
+        console.print(f"  latency: {p.latency_ms:.4f} ms vs reference {p.reference_latency_ms:.4f} ms "
+                      f"-> speedup {p.speedup_factor:.3f}x", markup=False, highlight=False)
+    if r.sanitizer is not None:
+        console.print(f"  memcheck: {r.sanitizer.ran} run(s), {r.sanitizer.errors} error(s)", highlight=False)
+        if r.sanitizer.errors:
+            console.print(r.sanitizer.report, markup=False, highlight=False)
+    t = r.target_instruction
+    fams = ", ".join(f"{k}={v}" for k, v in t.family_thread_inst_executed.items())
+    console.print(f"  target instructions: {t.status.value} (static {t.static.value if t.static else 'n/a'})"
+                  f"{'; ' + fams if fams else ''}{'; ' + t.reason if t.reason else ''}", markup=False, highlight=False)
+    if r.environment.gpu_name:
+        e = r.environment
+        console.print(f"  environment: {e.gpu_name}, driver {e.driver_version}, CUDA {e.cuda_toolkit}, "
+                      f"SM clock {e.sm_clock_mhz_before}->{e.sm_clock_mhz_after} MHz, "
+                      f"{e.temperature_c_before}->{e.temperature_c_after} C"
+                      f"{', throttled: ' + ','.join(e.throttle_reasons) if e.throttle_reasons else ''}",
+                      markup=False, highlight=False)
+    if r.stage_seconds:
+        console.print("  stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in r.stage_seconds.items()),
+                      markup=False, highlight=False)
+    if r.log and r.status.value != "PASSED":
+        console.print(r.log, markup=False, highlight=False)
