@@ -24,6 +24,7 @@ exercise_sync_tma(const __grid_constant__ CUtensorMap tm2, const __grid_constant
   const int32_t c3[3] = {0, 0, 0};
   const int32_t c4[4] = {0, 0, 0, 0};
   const int32_t c5[5] = {0, 0, 0, 0, 0};
+  out[6] = (float)(tmap_u64(&tm2) & 1u);
   if (warp_id_uniform() == 0 && elect_one_sync()) {
     tma_prefetch_desc(&tm2);
     mbar_arrive_expect_tx(b, 4096);
