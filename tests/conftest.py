@@ -39,7 +39,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip_gpu = pytest.mark.skip(reason="no NVIDIA GPU on this machine")
     skip_llm = pytest.mark.skip(reason="needs --run-llm and API keys")
     for item in items:
-        if "gpu" in item.keywords and not has_gpu:
+        if item.get_closest_marker("gpu") is not None and not has_gpu:  # not `in keywords`: tests/gpu/ matches
             item.add_marker(skip_gpu)
         if "llm" in item.keywords and not config.getoption("--run-llm"):
             item.add_marker(skip_llm)

@@ -185,6 +185,7 @@ class Lane(threading.Thread):
     def _apply(self, verdict: HealthVerdict) -> None:
         if verdict.restarts_worker and verdict.condition is GpuCondition.LEAKING:
             self._replace_worker("; ".join(verdict.reasons))
+            verdict = self._probe()  # the fresh worker's reading
         if verdict.drains:
             log.warning("GPU %d drained: %s", self.gpu, "; ".join(verdict.reasons))
             self._healthy_streak = 0

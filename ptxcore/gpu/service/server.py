@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from .config import ServiceConfig, check_bind
 from .service import ProfilerService
 from .worker import GpuWorker
@@ -67,8 +69,13 @@ def build_config(*, gpus: str, host: str, port: int, work_dir: str, token: str |
         extra["max_attempts"] = max_attempts
     if fake:
         extra["engine"] = FAKE_ENGINE
-    config = ServiceConfig(work_dir=Path(work_dir), gpus=parse_gpus(gpus), host=host, port=port, token=token,
-                           engine_args=engine_args or {}, **extra)
+    try:
+        config = ServiceConfig(work_dir=Path(work_dir), gpus=parse_gpus(gpus), host=host, port=port, token=token,
+                               engine_args=engine_args or {}, **extra)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"{where}: {first['msg'].removeprefix('Value error, ')}") from None
     check_bind(config)
     return config
 
