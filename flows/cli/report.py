@@ -37,20 +37,23 @@ def build(
 
     from rich.progress import Progress
 
-    from ptxcore.report import STEPS, build_report
+    from ptxcore.report import STEPS, Computed, build_report
     from ptxcore.warehouse import queries as Q
 
     with warehouse_errors():
-        with open_warehouse(db, read_only=True) as wh:
+        with open_warehouse(db, read_only=True) as wh:  # the tables' numbers come from the SQL views
             runs = Q.select_runs(wh, campaigns)
             outcomes = Q.turn_outcomes(wh, runs)
+            computed = Computed(metrics=Q.turn_metrics_sql(wh, runs), by_variant=Q.turn_metrics_sql(wh, runs, True),
+                                bands=Q.fast_p_bands_sql(wh, runs))
         with Progress(transient=True) as progress:
             task = progress.add_task("report", total=len(STEPS))
 
             def step(name: str) -> None:
                 progress.update(task, advance=1, description=name)
 
-            paths = build_report(outcomes, Path(out), title or f"PTXBench report: {', '.join(campaigns)}", step)
+            paths = build_report(outcomes, Path(out), title or f"PTXBench report: {', '.join(campaigns)}", step,
+                                 computed)
     for p in paths:
         typer.echo(str(p))
 

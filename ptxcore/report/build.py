@@ -8,13 +8,15 @@ from pathlib import Path
 
 from ptxcore.metrics import (
     TURN_LIMITS,
+    FastPBand,
+    TurnMetrics,
     TurnOutcome,
     fast_p_bands,
     fast_p_curves,
     turn_metrics,
     variant_spread,
 )
-from ptxcore.schema import EvaluationStatus
+from ptxcore.schema import EvaluationStatus, FrozenModel
 
 from . import plots
 from .render import Figure, ReportDoc, to_html, to_markdown
@@ -58,17 +60,34 @@ def _notes(outcomes: Sequence[TurnOutcome]) -> list[str]:
     return notes
 
 
+class Computed(FrozenModel):
+    """Metrics already computed elsewhere (the CLI reads them from the warehouse's SQL views)."""
+
+    metrics: list[TurnMetrics]
+    """Pooled turn metrics at k = 1, 4, 8."""
+    by_variant: list[TurnMetrics]
+    """The same per prompt variant."""
+    bands: list[FastPBand]
+    """Fast_p bands across prompt variants."""
+
+
+def compute(outcomes: Sequence[TurnOutcome]) -> Computed:
+    """The report's metrics via the Python API (identical to the SQL views)."""
+    return Computed(metrics=turn_metrics(outcomes, TURN_LIMITS),
+                    by_variant=turn_metrics(outcomes, TURN_LIMITS, by_variant=True),
+                    bands=fast_p_bands(fast_p_curves(outcomes)))
+
+
 def build_report(outcomes: Sequence[TurnOutcome], out_dir: Path, title: str,
-                 on_step: Callable[[str], None] = lambda step: None) -> list[Path]:
+                 on_step: Callable[[str], None] = lambda step: None, computed: Computed | None = None) -> list[Path]:
     """Write report.md, report.html and the PNGs into out_dir; returns the written paths."""
     if not outcomes:
         raise ReportError("no turns to report")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     on_step("metrics")
-    metrics = turn_metrics(outcomes, TURN_LIMITS)
-    by_variant = turn_metrics(outcomes, TURN_LIMITS, by_variant=True)
-    bands = fast_p_bands(fast_p_curves(outcomes))
+    c = computed or compute(outcomes)
+    metrics, by_variant, bands = c.metrics, c.by_variant, c.bands
     on_step("tables")
     unjudged = unjudged_groups(outcomes)
     tables = [*correctness_tables(metrics, unjudged=unjudged), *speedup_tables(metrics, unjudged=unjudged),

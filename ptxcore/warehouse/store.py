@@ -60,8 +60,8 @@ class Warehouse:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.IOException as exc:
-            if "lock" in str(exc).lower():
+        except duckdb.Error as exc:
+            if isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower():
                 raise WarehouseLockedError(f"{self.path} is in use by another writer") from exc
             raise WarehouseError(f"cannot open {self.path}: {str(exc).splitlines()[0]}") from exc
         self._types: dict[str, pa.Schema] = {}
