@@ -47,7 +47,9 @@ def show(
     problem: str = typer.Option(..., "--problem", "-p", help="Definition name, e.g. gemm_n7168_k5120."),
     arch: str = typer.Option(None, "--arch", "-a", help="hopper | blackwell (or an alias: h100, b200)."),
     level: str = typer.Option(
-        None, "--level", "-l",
+        None,
+        "--level",
+        "-l",
         help="params, params+templates, params+templates+contract, ...+guidance, ...+pattern:<name>, or none.",
     ),
     language: str = typer.Option("cuda", "--language", help="cuda or triton."),
@@ -56,8 +58,8 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Print the whole assembled prompt as JSON."),
 ) -> None:
     """Print the exact system and user messages a trajectory would send."""
-    from ptxcore.prompts import assemble_prompt
     from ptxcore.problems import get_problem
+    from ptxcore.prompts import assemble_prompt
 
     if part not in ("system", "user", "both"):
         raise UserError(f"--part must be system, user or both, not {part!r}")
@@ -83,7 +85,9 @@ def show(
 @app.command("tokens")
 @one_line_errors
 def tokens(
-    arch: list[str] = typer.Option(["hopper", "blackwell"], "--arch", "-a", help="Architectures (repeatable)."),
+    arch: list[str] = typer.Option(
+        ["hopper", "blackwell"], "--arch", "-a", help="Architectures (repeatable)."
+    ),
     language: str = typer.Option("cuda", "--language", help="cuda or triton."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
@@ -102,9 +106,14 @@ def tokens(
         raise UserError(str(exc)) from exc
     tokenizer = packs[0].tokenizer
     if as_json:
-        payload = {"tokenizer": tokenizer, "note": TOKENIZER_NOTE,
-                   "packs": [p.model_dump(mode="json") | {"pack_total": p.pack_total, "full_total": p.full_total}
-                             for p in packs]}
+        payload = {
+            "tokenizer": tokenizer,
+            "note": TOKENIZER_NOTE,
+            "packs": [
+                p.model_dump(mode="json") | {"pack_total": p.pack_total, "full_total": p.full_total}
+                for p in packs
+            ],
+        }
         typer.echo(json.dumps(payload, indent=1))
         return
     table = Table(title=f"Knowledge-pack tokens ({lang.value}; tokenizer {tokenizer}; {TOKENIZER_NOTE})")

@@ -64,8 +64,16 @@ def assemble_prompt(
     components = {name: counter.count(text) for name, text in sections}
     components["user"] = counter.count(user)
     return AssembledPrompt(
-        variant=variant.name, problem=problem.name, arch=variant.arch, language=variant.language,
-        level=variant.level.text, system=system, user=user, sha256=prompt_sha256(system, user),
-        components=components, system_tokens=counter.count(system), user_tokens=components["user"],
+        variant=variant.name,
+        problem=problem.name,
+        arch=variant.arch,
+        language=variant.language,
+        level=variant.level.text,
+        system=system,
+        user=user,
+        sha256=prompt_sha256(system, user),
+        components=components,
+        system_tokens=counter.count(system),
+        user_tokens=components["user"],
         tokenizer=counter.name,
     )

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 from pydantic import Field
 
 from ptxcore.schema.base import FrozenModel, NonEmptyString
 
 
-class KernelLanguage(str, Enum):
+class KernelLanguage(StrEnum):
     """What the model writes: CUDA C++ with inline PTX, or Triton."""
 
     CUDA = "cuda"
     TRITON = "triton"
 
 
-class PackComponent(str, Enum):
+class PackComponent(StrEnum):
     """The pack parts a level can name, in prompt order (patterns come last, in the level's order)."""
 
     PARAMS = "params"

@@ -116,7 +116,9 @@ def _load_manifest(root: Path, arch: str, language: KernelLanguage) -> PackManif
     except ValidationError as exc:
         raise PackError(f"{rel}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from exc
     if manifest.arch != arch or manifest.language is not language:
-        raise PackError(f"{rel} declares {manifest.arch}/{manifest.language.value}, expected {arch}/{language.value}")
+        raise PackError(
+            f"{rel} declares {manifest.arch}/{manifest.language.value}, expected {arch}/{language.value}"
+        )
     return manifest
 
 

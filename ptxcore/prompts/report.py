@@ -49,15 +49,23 @@ class PackTokens(FrozenModel):
         return self.pack_total + self.guidance
 
 
-def pack_tokens(arch: str, language: KernelLanguage = KernelLanguage.CUDA, counter: TokenCounter | None = None,
-                root: Path | None = None) -> PackTokens:
+def pack_tokens(
+    arch: str,
+    language: KernelLanguage = KernelLanguage.CUDA,
+    counter: TokenCounter | None = None,
+    root: Path | None = None,
+) -> PackTokens:
     """Count every component of a pack separately."""
     counter = counter or default_counter()
     pack = load_pack(arch, language, root)
     return PackTokens(
-        arch=arch, language=language, hardware=HARDWARE_LABEL.get(arch, arch),
-        parameters=counter.count(pack.params), templates=counter.count(pack.templates),
-        contract=counter.count(pack.contract), guidance=counter.count(pack.guidance),
+        arch=arch,
+        language=language,
+        hardware=HARDWARE_LABEL.get(arch, arch),
+        parameters=counter.count(pack.params),
+        templates=counter.count(pack.templates),
+        contract=counter.count(pack.contract),
+        guidance=counter.count(pack.guidance),
         patterns={name: counter.count(text) for name, text in sorted(pack.patterns.items())},
         tokenizer=counter.name,
     )

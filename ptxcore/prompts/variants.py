@@ -40,14 +40,16 @@ def parse_level(text: str) -> PackLevel:
     components: list[PackComponent] = []
     patterns: list[str] = []
     for part in (p.strip() for p in text.split("+")):
-        if part.startswith("pattern:") and part[len("pattern:"):]:
-            patterns.append(part[len("pattern:"):])
+        if part.startswith("pattern:") and part[len("pattern:") :]:
+            patterns.append(part[len("pattern:") :])
             continue
         try:
             comp = PackComponent(part)
         except ValueError:
             known = ", ".join(c.value for c in PackComponent)
-            raise LevelError(f"unknown level part {part!r} in {text!r} (known: {known}, pattern:<name>)") from None
+            raise LevelError(
+                f"unknown level part {part!r} in {text!r} (known: {known}, pattern:<name>)"
+            ) from None
         if comp in components:
             raise LevelError(f"level part {part!r} repeated in {text!r}")
         components.append(comp)
@@ -79,11 +81,16 @@ def _parse_file(root: Path, path: Path) -> list[PromptVariant]:
 
 def _check(variant: PromptVariant, root: Path) -> None:
     manifest = load_manifest(variant.arch, variant.language, root)
-    files = {PackComponent.TEMPLATES: manifest.templates, PackComponent.CONTRACT: manifest.contract,
-             PackComponent.GUIDANCE: manifest.guidance}
+    files = {
+        PackComponent.TEMPLATES: manifest.templates,
+        PackComponent.CONTRACT: manifest.contract,
+        PackComponent.GUIDANCE: manifest.guidance,
+    }
     empty = [c.value for c in variant.level.components if c in files and not files[c]]
     if empty:
-        raise PackError(f"variant {variant.name}: the {variant.arch}/{variant.language.value} pack has no {empty[0]}")
+        raise PackError(
+            f"variant {variant.name}: the {variant.arch}/{variant.language.value} pack has no {empty[0]}"
+        )
     missing = [p for p in variant.level.patterns if p not in manifest.patterns]
     if missing:
         raise PackError(
@@ -101,7 +108,9 @@ def _load_all(root: Path) -> dict[str, PromptVariant]:
     for path in sorted(folder.glob("*.yaml")):
         for v in _parse_file(root, path):
             if v.name in variants:
-                raise PackError(f"variant {v.name} defined twice ({variants[v.name].source_file}, {v.source_file})")
+                raise PackError(
+                    f"variant {v.name} defined twice ({variants[v.name].source_file}, {v.source_file})"
+                )
             _check(v, root)
             variants[v.name] = v
     return variants
@@ -120,12 +129,17 @@ def load_variant(name: str, root: Path | None = None) -> PromptVariant:
     return variants[name]
 
 
-def list_variants(arch: str | None = None, language: str | None = None, root: Path | None = None) -> list[PromptVariant]:
+def list_variants(
+    arch: str | None = None, language: str | None = None, root: Path | None = None
+) -> list[PromptVariant]:
     """Variants, optionally filtered by architecture key and language, sorted by name."""
     lang = KernelLanguage(language) if language is not None else None
     return sorted(
-        (v for v in all_variants(root).values()
-         if (arch is None or v.arch == arch) and (lang is None or v.language is lang)),
+        (
+            v
+            for v in all_variants(root).values()
+            if (arch is None or v.arch == arch) and (lang is None or v.language is lang)
+        ),
         key=lambda v: v.name,
     )
 
@@ -133,7 +147,11 @@ def list_variants(arch: str | None = None, language: str | None = None, root: Pa
 def default_variants(arch: str, language: str = "cuda", root: Path | None = None) -> list[str]:
     """Names of the three default variants of (arch, language), in file order."""
     lang = KernelLanguage(language)
-    names = [v.name for v in all_variants(root).values() if v.default and v.arch == arch and v.language is lang]
+    names = [
+        v.name for v in all_variants(root).values() if v.default and v.arch == arch and v.language is lang
+    ]
     if len(names) != DEFAULTS_PER_ARCH_LANGUAGE:
-        raise PackError(f"{arch}/{lang.value}: expected {DEFAULTS_PER_ARCH_LANGUAGE} default variants, found {len(names)}")
+        raise PackError(
+            f"{arch}/{lang.value}: expected {DEFAULTS_PER_ARCH_LANGUAGE} default variants, found {len(names)}"
+        )
     return names

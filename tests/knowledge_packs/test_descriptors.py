@@ -45,12 +45,24 @@ int main() {
 
 def gmma_desc(addr: int, lbo: int, sbo: int, swizzle: int, base: int) -> int:
     """PTX ISA, wgmma matrix descriptor: 0-13 addr>>4, 16-29 LBO>>4, 32-45 SBO>>4, 49-51 base, 62-63 swizzle."""
-    return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32 | base << 49 | swizzle << 62
+    return (
+        ((addr & 0x3FFFF) >> 4)
+        | ((lbo >> 4) & 0x3FFF) << 16
+        | ((sbo >> 4) & 0x3FFF) << 32
+        | base << 49
+        | swizzle << 62
+    )
 
 
 def umma_desc(addr: int, lbo: int, sbo: int, swizzle: int) -> int:
     """PTX ISA, tcgen05 shared memory descriptor: as above plus 46-48 = 0b001 and 61-63 swizzle."""
-    return ((addr & 0x3FFFF) >> 4) | ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32 | 1 << 46 | swizzle << 61
+    return (
+        ((addr & 0x3FFFF) >> 4)
+        | ((lbo >> 4) & 0x3FFF) << 16
+        | ((sbo >> 4) & 0x3FFF) << 32
+        | 1 << 46
+        | swizzle << 61
+    )
 
 
 def idesc(m: int, n: int, a_mn: int, b_mn: int) -> int:
@@ -76,8 +88,15 @@ def encodings(tmp_path_factory) -> list[list[str]]:
         pytest.skip("nvcc not on PATH")
     tmp = tmp_path_factory.mktemp("desc")
     (tmp / "desc.cu").write_text(HOST_PROGRAM)
-    cmd = [nvcc, "-std=c++17", "-gencode=arch=compute_100a,code=sm_100a", f"-I{PACKS}", "-o", str(tmp / "desc"),
-           str(tmp / "desc.cu")]
+    cmd = [
+        nvcc,
+        "-std=c++17",
+        "-gencode=arch=compute_100a,code=sm_100a",
+        f"-I{PACKS}",
+        "-o",
+        str(tmp / "desc"),
+        str(tmp / "desc.cu"),
+    ]
     build = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr
     run = subprocess.run([str(tmp / "desc")], capture_output=True, text=True, timeout=60)
