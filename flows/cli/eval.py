@@ -22,6 +22,8 @@ def eval_command(
     arch: str = typer.Option("hopper", "--arch", "-a", help="hopper | blackwell (or h100, h200, b200)."),
     workload: str = typer.Option(None, "--workload", "-w", help="Workload uuid (default: the first)."),
     as_json: bool = typer.Option(False, "--json", help="Print the JudgeResult envelope as JSON."),
+    server: str = typer.Option(None, "--server", help="Judge through the profiling service at this URL "
+                               "(token from $PTXBENCH_PROFILER_TOKEN) instead of this host's GPU."),
 ) -> None:
     """Judge a candidate: source check, compile, memcheck, correctness, timing, target instructions."""
     from ptxcore.arch import get_architecture
@@ -36,7 +38,9 @@ def eval_command(
     prob.workload(workload)  # unknown uuid -> one-line error
     err = Console(stderr=True)
     result = None
-    if gpu_available():
+    if server:
+        result = _judge_remote(server, source, prob.name, architecture.key, workload, kernel, err)
+    elif gpu_available():
         try:
             with err.status(f"judging {kernel} on the GPU ({prob.name})", spinner="dots"):
                 result = judge_candidate(source, prob, architecture, JudgeConfig(), workload)
@@ -53,6 +57,26 @@ def eval_command(
         raise typer.Exit(EXIT_INFRA)
     if result.status is not EvaluationStatus.PASSED:
         raise typer.Exit(EXIT_VERDICT)
+
+
+def _judge_remote(server: str, source: str, problem: str, arch: str, workload: str | None, kernel: str,
+                  err: Console):  # noqa: ANN202
+    """The verdict from a profiling service (ptxcore.gpu.client); infrastructure failure -> exit 4."""
+    import os
+
+    from ptxcore.gpu.client import ProfilerClient, ProfilerRequestError, ProfilerUnavailable
+
+    from .errors import UserError
+
+    try:
+        with ProfilerClient(server, token=os.environ.get("PTXBENCH_PROFILER_TOKEN") or None) as client, \
+                err.status(f"judging {kernel} on {server} ({problem})", spinner="dots"):
+            return client.evaluate(source, problem, arch, workload_uuid=workload, client_tag=f"eval:{kernel}")
+    except ProfilerRequestError as exc:
+        raise UserError(f"{server}: {exc.detail}") from exc
+    except ProfilerUnavailable as exc:
+        err.print(f"error: profiling service {server}: {exc}", markup=False)
+        raise typer.Exit(EXIT_INFRA) from exc
 
 
 def _emit(result, as_json: bool) -> None:  # noqa: ANN001

@@ -61,3 +61,17 @@ def test_serve_with_a_token_file_on_a_free_port(tmp_path):
         _, err = proc.communicate(timeout=60)
     assert proc.returncode in (0, 130), err  # 130: uvicorn re-raises the SIGINT after a clean shutdown
     assert "FAKE engine" in err and "Traceback" not in err
+
+
+def test_eval_through_a_server(tmp_path, start_service):
+    svc = start_service(gpus=(0,))
+    good, wrong = tmp_path / "good.cu", tmp_path / "wrong.cu"
+    good.write_text("// fine\n")
+    wrong.write_text("// FAKE:wrong\n")
+    r = run("eval", str(good), "--problem", "gemm_n7168_k5120", "--server", svc.url, "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["status"] == "PASSED"
+    r = run("eval", str(wrong), "--problem", "gemm_n7168_k5120", "--server", svc.url)
+    assert r.exit_code == 1 and "INCORRECT_NUMERICAL" in r.output
+    r = run("eval", str(good), "--problem", "gemm_n7168_k5120", "--server", "http://127.0.0.1:9")
+    assert r.exit_code == 4 and "profiling service" in r.output and "Traceback" not in r.output
