@@ -72,3 +72,21 @@ def test_guidance_has_seven_rules_and_patterns_carry_the_corrections():
     bwd = pack.patterns["fa_backward"]
     for fact in ("D   = rowsum(dO * O)", "P   = exp(Q K^T * s - L)", "dS  = P * (dP - D)", "dQ"):
         assert fact in bwd, fact
+
+
+def test_expand_pack_includes_inlines_recursively_and_names_missing_files(tmp_path):
+    from ptxcore.prompts import expand_pack_includes
+
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "b.cuh").write_text("#pragma once\nint b();\n")
+    (tmp_path / "inc" / "a.cuh").write_text('#pragma once\n#include "b.cuh"\nint a();\n')
+    (tmp_path / "main.cu").write_text('#include <cstdint>\n#include "inc/a.cuh"\nint main();\n')
+    out = expand_pack_includes(tmp_path / "main.cu")
+    assert "#include <cstdint>" in out and '#include "' not in out and "#pragma once" not in out
+    assert out.index("int b();") < out.index("int a();") < out.index("int main();")
+    (tmp_path / "bad.cu").write_text('#include "inc/missing.cuh"\n')
+    with pytest.raises(PackError, match="missing.cuh"):
+        expand_pack_includes(tmp_path / "bad.cu")
+    (tmp_path / "loop.cuh").write_text('#include "loop.cuh"\n')
+    with pytest.raises(PackError, match="cycle"):
+        expand_pack_includes(tmp_path / "loop.cuh")

@@ -82,8 +82,8 @@ PTXB_DEV void umma_bf16_ss_2cta(uint32_t d_tmem, uint64_t a_desc, uint64_t b_des
                "tcgen05.mma.cta_group::2.kind::f16 [%0], %1, %2, %3, p;\n}"
                :: "r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory");
 }
-// Arrive (count 1) on `mbar` once all prior tcgen05.mma/cp issued by THIS thread complete. Implies
-// tcgen05.fence::before_thread_sync. Use it to free smem stages and to signal "accumulator ready".
+// Arrive (count 1) on `mbar` once all prior tcgen05.mma/cp issued by THIS thread complete. Use it to free
+// smem stages and to signal "accumulator ready"; waiters call tcgen05_fence_after() after their wait.
 PTXB_DEV void umma_commit(uint32_t mbar) {
   asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];" :: "r"(mbar) : "memory");
 }
