@@ -1,0 +1,138 @@
+"""Turn the `ptxbench eval --json` envelopes written by solutions/run_all.sh into the README tables.
+
+    python solutions/make_table.py OUT_DIR                                  # print the tables
+    python solutions/make_table.py OUT_DIR --readme solutions/README.md     # replace the marked section
+
+Reads OUT_DIR/<problem>__<kernel>.json (library kernels) and OUT_DIR/replay__<problem>__turn<i>_<EXPECTED>.json
+(replay turns, when present). Only numbers found in the envelopes are printed; a missing envelope is
+reported as such, never filled in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return format(x, spec) if x is not None else "–"
+
+
+def library_rows(out: Path) -> list[list[str]]:
+    rows = []
+    for kernel in sorted(HERE.glob("*/*.cu")):
+        problem, name = kernel.parent.name, kernel.stem
+        path = out / f"{problem}__{name}.json"
+        if not path.is_file():
+            rows.append([problem, f"`{name}.cu`", "no result", "–", "–", "–", "–", "–"])
+            continue
+        r = json.loads(path.read_text())
+        perf, corr, tgt = r.get("performance"), r.get("correctness"), r["target_instruction"]
+        fams = ", ".join(f"{k} {v:,}" for k, v in sorted(tgt.get("family_thread_inst_executed", {}).items()))
+        target = f"{tgt['status']} (static {tgt.get('static') or 'n/a'}{'; ' + fams if fams else ''})"
+        rows.append(
+            [
+                problem,
+                f"`{name}.cu`",
+                r["status"],
+                _fmt(perf and perf["latency_ms"], ".4f"),
+                _fmt(perf and perf["reference_latency_ms"], ".4f"),
+                _fmt(perf and perf["speedup_factor"], ".3f"),
+                target,
+                _fmt(corr and corr.get("max_absolute_error"), ".3g"),
+            ]
+        )
+    return rows
+
+
+def replay_rows(out: Path) -> list[list[str]]:
+    rows = []
+    for path in sorted(out.glob("replay__*.json")):
+        _, problem, turn = path.stem.split("__")
+        index, expected = turn.split("_", 1)
+        got = json.loads(path.read_text())["status"]
+        rows.append(
+            [problem, index.removeprefix("turn"), expected, got, "yes" if got == expected else "**no**"]
+        )
+    return rows
+
+
+def environment_line(out: Path) -> str:
+    for path in sorted(out.glob("*.json")):
+        env = json.loads(path.read_text()).get("environment") or {}
+        if env.get("gpu_name"):
+            return (
+                f"Measured on {env['gpu_name']}, driver {env.get('driver_version', '?')}, "
+                f"CUDA {env.get('cuda_toolkit', '?')} with `ptxbench eval` (defaults of ARCHITECTURE.md)."
+            )
+    return "No GPU envelope found: these are not measurements."
+
+
+def markdown(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render(out: Path) -> str:
+    parts = [
+        environment_line(out),
+        "",
+        markdown(
+            [
+                "Problem",
+                "Kernel",
+                "Verdict",
+                "Latency (ms)",
+                "Reference (ms)",
+                "Speedup",
+                "Target instructions",
+                "Max abs err",
+            ],
+            library_rows(out),
+        ),
+    ]
+    replay = replay_rows(out)
+    if replay:
+        parts += [
+            "",
+            "Replay trajectories (replay/demo), verdict per turn:",
+            "",
+            markdown(["Problem", "Turn", "Written to earn", "Judged", "Match"], replay),
+        ]
+    return "\n".join(parts)
+
+
+def replace_section(readme: Path, body: str) -> None:
+    text = readme.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{readme}: markers {BEGIN} / {END} not found")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(f"{head}{BEGIN}\n{body}\n{END}{tail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--readme", type=Path, help="replace the section between the result markers")
+    args = parser.parse_args(argv)
+    if not args.out_dir.is_dir():
+        print(f"error: {args.out_dir} is not a directory", file=sys.stderr)
+        return 2
+    body = render(args.out_dir)
+    if args.readme:
+        replace_section(args.readme, body)
+        print(f"updated {args.readme}")
+    else:
+        print(body)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""solutions/make_table.py renders what the envelopes say, marks what is missing, and edits only its section.
+
+The envelopes here are hand-written test inputs in the shape of `ptxbench eval --json`, not results.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import pytest
+
+from ptxcore.schema import (
+    EvaluationStatus,
+    JudgeResult,
+    StaticTarget,
+    TargetInstruction,
+    TargetInstructionEvidence,
+)
+
+from .kernel_source import SOLUTIONS
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("make_table", SOLUTIONS / "make_table.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("make_table", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+MT = _load()
+
+
+def envelope(status: EvaluationStatus, latency=None, reference=None, target=TargetInstruction.ABSENT) -> dict:
+    perf = None
+    if latency is not None:
+        perf = {
+            "latency_ms": latency,
+            "reference_latency_ms": reference,
+            "speedup_factor": reference / latency,
+        }
+    result = JudgeResult(
+        status=status,
+        definition="gemm_n7168_k5120",
+        arch="hopper",
+        target_instruction=TargetInstructionEvidence(
+            status=target, static=StaticTarget.PRESENT, family_thread_inst_executed={"gmma": 1024}
+        ),
+        performance=perf,
+    )
+    return result.model_dump(mode="json")
+
+
+@pytest.fixture
+def out_dir(tmp_path):
+    (tmp_path / "gemm_n7168_k5120__wgmma_tma_ws.json").write_text(
+        json.dumps(envelope(EvaluationStatus.PASSED, 1.0, 0.82, TargetInstruction.EXECUTED))
+    )
+    (tmp_path / "replay__gemm_n7168_k5120__turn1_RUNTIME_ERROR.json").write_text(
+        json.dumps(envelope(EvaluationStatus.RUNTIME_ERROR))
+    )
+    (tmp_path / "replay__gemm_n7168_k5120__turn2_INCORRECT_NUMERICAL.json").write_text(
+        json.dumps(envelope(EvaluationStatus.PASSED))
+    )
+    return tmp_path
+
+
+def test_rows_follow_the_envelopes(out_dir):
+    rows = {(row[0], row[1]): row for row in MT.library_rows(out_dir)}
+    wg = rows[("gemm_n7168_k5120", "`wgmma_tma_ws.cu`")]
+    assert wg[2] == "PASSED"
+    assert wg[3:6] == ["1.0000", "0.8200", "0.820"]
+    assert wg[6].startswith("executed (static present; gmma 1,024")
+    assert rows[("gemm_n7168_k5120", "`cuda_core.cu`")][2] == "no result"
+    assert len(rows) == len(list(SOLUTIONS.glob("*/*.cu")))
+
+
+def test_replay_rows_compare_expected_and_judged(out_dir):
+    rows = MT.replay_rows(out_dir)
+    assert rows == [
+        ["gemm_n7168_k5120", "1", "RUNTIME_ERROR", "RUNTIME_ERROR", "yes"],
+        ["gemm_n7168_k5120", "2", "INCORRECT_NUMERICAL", "PASSED", "**no**"],
+    ]
+
+
+def test_readme_section_is_replaced_in_place(out_dir, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{MT.BEGIN}\nold\n{MT.END}\noutro\n")
+    assert MT.main([str(out_dir), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert text.startswith("intro\n") and text.endswith("outro\n") and "old" not in text
+    assert "| gemm_n7168_k5120 | `wgmma_tma_ws.cu` | PASSED |" in text
+
+
+def test_bad_out_dir_is_one_line_error(tmp_path, capsys):
+    assert MT.main([str(tmp_path / "missing")]) == 2
+    assert "is not a directory" in capsys.readouterr().err
