@@ -4,7 +4,6 @@
 // ld/st, shared -> TMEM copy, fences and waits, and TMA loads for CTA pairs. Needs ptx_sync.cuh,
 // ptx_mbarrier.cuh and ptx_tma.cuh.
 // TMEM: 128 lanes x 512 columns of 32-bit cells per SM. Address = (lane << 16) | column.
-#pragma once
 
 // ---- allocation (one whole warp executes each; the same warp allocates and deallocates) ---------------
 // ncols: power of two, 32..512. The TMEM base address is written to the 4-byte smem slot dst_smem;

@@ -1,7 +1,6 @@
 // ptx_mbarrier.cuh -- mbarrier: an 8-byte, 8-byte-aligned object in shared memory with an expected
 // arrival count, a pending transaction (tx) byte count and a phase bit. sm_90a and sm_100a.
 // Addresses are 32-bit shared-window addresses (smem_u32(ptr)); needs ptx_sync.cuh.
-#pragma once
 
 // One thread initialises; then fence (cluster use: fence_mbarrier_init_cluster + cluster_sync) or __syncthreads.
 PTXB_DEV void mbar_init(uint32_t mbar, uint32_t arrive_count) {

@@ -1,6 +1,5 @@
 // ptx_sync.cuh -- thread identity, election, named/cluster barriers, fences, register reallocation,
 // ldmatrix/stmatrix and small math helpers. sm_90a and sm_100a. Paste what you use into your .cu file.
-#pragma once
 #include <cstdint>
 #include <cuda_bf16.h>
 

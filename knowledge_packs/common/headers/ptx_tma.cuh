@@ -4,7 +4,6 @@
 // element indices, innermost (contiguous) dimension first: c[0] = column, c[1] = row, ...
 // Out-of-bounds box elements are zero-filled on load and skipped on store; the full box byte count
 // still completes on the mbarrier.
-#pragma once
 #include <cuda.h>          // CUtensorMap and its enums (header only: no -lcuda needed)
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
 #include <cuda_runtime.h>

@@ -2,7 +2,6 @@
 // address function (for threads that write or read a swizzled tile themselves).
 // Descriptor bits: [0,14) start address >> 4 | [16,30) leading byte offset (LBO) >> 4 |
 // [32,46) stride byte offset (SBO) >> 4 | [49,52) base offset | [62,64) swizzle mode.
-#pragma once
 
 enum GmmaSwizzle : uint32_t { GMMA_SWIZZLE_NONE = 0, GMMA_SWIZZLE_128B = 1, GMMA_SWIZZLE_64B = 2, GMMA_SWIZZLE_32B = 3 };
 

@@ -12,7 +12,6 @@
 //   a[0] = A[r][c0..c0+1], a[1] = A[r+8][c0..c0+1], a[2] = A[r][c0+8..c0+9], a[3] = A[r+8][c0+8..c0+9].
 //   The accumulator of S = Q*K^T (two adjacent 8-col chunks j=2i, 2i+1) maps to the A fragment of k-step i
 //   via pack_bf16x2: a[0]=(acc[8i],acc[8i+1]) a[1]=(acc[8i+2],acc[8i+3]) a[2]=(acc[8i+4],acc[8i+5]) a[3]=(acc[8i+6],acc[8i+7]).
-#pragma once
 
 // ---- ordering -------------------------------------------------------------------------------------------
 // Before the first wgmma of a batch, and whenever registers (accumulators or A fragments) were touched by
