@@ -1,7 +1,8 @@
 """Output comparison: PTXBench's mismatch rule, max errors and the strict allclose verdict.
 
 Element rule (FlashInfer-Bench / PTXBench): abs = |out - ref|, rel = abs / (|ref| + 1e-8); an element
-mismatches when abs > atol AND rel > rtol, or when out is NaN. Equal values (infinities included) match.
+mismatches when abs > atol AND rel > rtol, when out is NaN, or when a non-finite reference is not matched
+exactly. Equal values (infinities included) match.
 Strict allclose (torch semantics, equal_nan=False): abs <= atol + rtol * |ref|, NaN never close, an
 infinity only close to the same infinity.
 
@@ -84,7 +85,7 @@ def compare_numpy(
         diff = np.where(equal, 0.0, np.abs(o - r))
         rel = diff / (np.abs(r) + REL_EPS)
         nan = np.isnan(o)
-        mismatch = nan | (~equal & (diff > atol) & (rel > rtol))
+        mismatch = nan | (~equal & (~np.isfinite(r) | ((diff > atol) & (rel > rtol))))
         close = equal | (np.isfinite(o) & np.isfinite(r) & (diff <= atol + rtol * np.abs(r)))
     finite_diff = diff[~np.isnan(diff)]
     finite_rel = rel[~np.isnan(rel)]
@@ -128,7 +129,7 @@ extern "C" __global__ void ptxbench_compare(
     bool on = isnan(o);
     nan += on;
     inf += (isinf(o) && !eq);
-    mis += (on || (!eq && d > atol && rel > rtol));
+    mis += (on || (!eq && (!isfinite(f) || (d > atol && rel > rtol))));
     bool close = eq || (isfinite(o) && isfinite(f) && d <= atol + rtol * fabsf(f));
     viol += !close;
     if (!isnan(d)) mabs = fmaxf(mabs, d);

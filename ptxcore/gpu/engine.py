@@ -95,6 +95,10 @@ class Judge:
             return self._judge(source, problem, arch, workload_uuid)
 
     def _judge(self, source: str, problem: Problem, arch: Architecture, workload_uuid: str | None) -> JudgeResult:
+        from .driver import gpu_available
+
+        if not gpu_available():  # before building: the GPU-host build links libcuda
+            raise NoGPUError("no NVIDIA GPU is available on this machine")
         started = time.monotonic()
         uuid = problem.workload(workload_uuid).uuid
         r = _ResultBuilder(problem.name, uuid, arch.key)

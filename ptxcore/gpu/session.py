@@ -40,10 +40,12 @@ class SessionOutcome:
     trials: list[TrialTiming] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     env_streams: list[int] = field(default_factory=list)
+    all_calls: list[CallRecord] = field(default_factory=list)
 
     @property
     def kernel_seconds(self) -> float:
-        return sum(r.timing.span_ns for r in self.correctness + self.timed if r.timing) / 1e9
+        """GPU time of every call the judge made (correctness, warm-up, timed, repeated trials)."""
+        return sum(r.timing.span_ns for r in self.all_calls if r.timing) / 1e9
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ class CandidateSession:
         t0 = time.monotonic()
         verdict = self._timing(child, proto)
         self.out.stage_seconds["timing"] = time.monotonic() - t0
+        self.out.all_calls = list(proto.records)
         return verdict
 
     def _correctness(self, child: ChildProcess, proto: Protocol) -> Verdict | None:
@@ -121,6 +124,7 @@ class CandidateSession:
         proto.collect()
         reply = proto.fetch_timings()
         self.out.correctness, self.out.env_streams = recs, reply.get("env_streams", [])
+        self.out.all_calls = list(recs)
         return self._rules(child, recs) or correctness_verdict(recs, self.plan.tol)
 
     def _timing(self, child: ChildProcess, proto: Protocol) -> Verdict | None:

@@ -181,10 +181,13 @@ class ProfilerService:
         self.waiters.register(task_ids, event)
         try:
             while True:
-                views = [self.task(t) for t in task_ids]
+                states = self.store.states(task_ids)
+                missing = [t for t in task_ids if t not in states]
+                if missing:
+                    raise NotFound(f"unknown task id {missing[0]}")
                 left = deadline - time.monotonic()
-                if left <= 0 or all(v.state.terminal for v in views):
-                    return views
+                if left <= 0 or all(s.terminal for s in states.values()):
+                    return [self.task(t) for t in task_ids]
                 try:
                     await asyncio.wait_for(event.wait(), timeout=left)
                 except TimeoutError:

@@ -83,6 +83,17 @@ class TaskStore:
             row = self._db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE task_id=?", (task_id,)).fetchone()
         return None if row is None else _view(row)
 
+    def states(self, task_ids: list[str]) -> dict[str, TaskState]:
+        """States only (cheap: no results parsed); unknown ids are absent."""
+        out: dict[str, TaskState] = {}
+        with self._lock:
+            for i in range(0, len(task_ids), 500):
+                chunk = task_ids[i:i + 500]
+                rows = self._db.execute(
+                    f"SELECT task_id, state FROM tasks WHERE task_id IN ({','.join('?' * len(chunk))})", chunk)
+                out.update({t: TaskState(s) for t, s in rows})
+        return out
+
     def mark_running(self, task_id: str, gpu: int) -> bool:
         """pending -> running; False when the task is not pending (never run a task twice)."""
         with self._lock:
