@@ -10,13 +10,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .config import JudgeConfig
 from .errors import BaselineUnavailableError, InfraError, NoGPUError
 
 if TYPE_CHECKING:
     from ptxcore.arch import Architecture
     from ptxcore.problems import Problem
     from ptxcore.schema import JudgeResult
+
+    from .config import JudgeConfig
+
+
+def __getattr__(name: str):  # noqa: ANN202 - lazy: the candidate child imports this package without pydantic
+    if name == "JudgeConfig":
+        from .config import JudgeConfig
+
+        return JudgeConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def gpu_available() -> bool:

@@ -34,6 +34,7 @@ class Session:
 
         self.device = device
         driver.init_primary_context(device)
+        driver.reset_persisting_l2()
         self.recorder = CuptiRecorder()
         self.windows: list[CallWindow] = []
         self.records: list[ActivityRecord] = []
@@ -101,8 +102,8 @@ class Session:
         self.windows.append(CallWindow(msg["tag"], t0, t1))
         if self.mode != "ffi":
             self._store_baseline(slot, results)
-        driver.reset_persisting_l2()
-        return {"ok": True, "wall_ns": t1 - t0}
+        l2_reset = driver.clear_persisting_l2()  # a candidate may not keep its data in L2 across calls
+        return {"ok": True, "wall_ns": t1 - t0, "l2_reset": l2_reset}
 
     def _call_ffi(self, args: list) -> None:
         import tvm_ffi

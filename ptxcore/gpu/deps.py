@@ -11,8 +11,8 @@ import struct
 from pathlib import Path
 
 FORBIDDEN_LIBRARIES: tuple[tuple[str, str], ...] = (
+    (r"libcublas(?!Lt)[^/]*\.so[^/]*", "cuBLAS"),
     (r"libcublasLt[^/]*\.so[^/]*", "cuBLASLt"),
-    (r"libcublas[^/]*\.so[^/]*", "cuBLAS"),
     (r"libcudnn[^/]*\.so[^/]*", "cuDNN"),
     (r"[^/]*flashinfer[^/]*\.so[^/]*", "FlashInfer"),
     (r"libtorch_cuda[^/]*\.so[^/]*", "PyTorch CUDA (dispatches to cuBLAS/cuDNN)"),
@@ -60,9 +60,9 @@ def parse_maps(text: str) -> list[str]:
 
 def forbidden_library(names: list[str]) -> tuple[str, str] | None:
     """(library family, name) of the first forbidden library among `names` (paths or sonames)."""
-    for name in names:
-        base = name.rsplit("/", 1)[-1]
-        for pattern, family in FORBIDDEN_LIBRARIES:
+    bases = [n.rsplit("/", 1)[-1] for n in names]
+    for pattern, family in FORBIDDEN_LIBRARIES:
+        for base in bases:
             if re.fullmatch(pattern, base):
                 return family, base
     return None

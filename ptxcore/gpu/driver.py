@@ -130,6 +130,26 @@ def memset_d8_async(ptr: int, value: int, nbytes: int, stream: int = 0) -> None:
                                  ctypes.c_void_p(stream)))
 
 
+CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
+
+
+def persisting_l2_limit() -> int:
+    """Bytes of L2 set aside for persisting accesses in the current context (0: nothing can persist)."""
+    value = ctypes.c_size_t(0)
+    check("cuCtxGetLimit", _sym("cuCtxGetLimit")(ctypes.byref(value), ctypes.c_int(CU_LIMIT_PERSISTING_L2_CACHE_SIZE)))
+    return value.value
+
+
+def clear_persisting_l2() -> bool:
+    """If the context set L2 aside for persisting accesses: reset those lines and the set-aside to 0.
+    Returns whether anything had to be reset (a plain query otherwise: no GPU work)."""
+    if persisting_l2_limit() == 0:
+        return False
+    reset_persisting_l2()
+    check("cuCtxSetLimit", _sym("cuCtxSetLimit")(ctypes.c_int(CU_LIMIT_PERSISTING_L2_CACHE_SIZE), ctypes.c_size_t(0)))
+    return True
+
+
 def reset_persisting_l2() -> None:
     """Return every persisting L2 line to normal (a candidate may not keep data hot across calls)."""
     check("cuCtxResetPersistingL2Cache", _sym("cuCtxResetPersistingL2Cache")())

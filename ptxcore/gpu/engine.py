@@ -129,6 +129,9 @@ class Judge:
         ref = self._reference(state, problem, gpu)
         r.stage("workload_and_reference", time.monotonic() - t0)
         plan = self.plan(problem, "ffi", {"mode": "ffi", "library": str(compiled.artifact)}, needed)
+        from .driver import reset_persisting_l2
+
+        reset_persisting_l2()  # nothing a previous candidate left persisting in L2 carries over
         gate = lambda: self.tools.memcheck(compiled, problem, uuid, r)  # noqa: E731
         out = CandidateSession(plan, state, gpu["flusher"], gpu["monitor"]).run(gate if self.config.sanitizer else None)
         self._record_session(r, out, gpu)
@@ -162,6 +165,7 @@ class Judge:
         if out.env_streams:
             extra["env_stream_ids"] = ",".join(map(str, out.env_streams))
         extra["trial_medians_ms"] = ",".join(f"{t.median_ms:.5f}" for t in out.trials)
+        extra["persisting_l2_resets"] = str(out.l2_resets)
         r.environment = r.environment.model_copy(update={
             "sm_clock_mhz_before": clocks[0][0] if clocks else 0, "sm_clock_mhz_after": clocks[-1][1] if clocks else 0,
             "temperature_c_before": temps[0][0] if temps else 0, "temperature_c_after": temps[-1][1] if temps else 0,

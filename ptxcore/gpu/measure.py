@@ -9,6 +9,7 @@ permutation) and against the previous call's expectation for that slot (a stale-
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 
 from .compare import CompareStats, GpuComparator
@@ -74,6 +75,10 @@ class Protocol:
         self.records: list[CallRecord] = []
         self._last_perm: dict[int, object] = {}
         self._keep: list = []
+        self._perms: dict[int, object] = {}
+        self.host_s = {"harness_prepare": 0.0, "harness_call_roundtrip": 0.0, "harness_compare_queue": 0.0,
+                       "child_call_wall": 0.0}
+        self.l2_resets = 0
 
     def bind(self) -> None:
         outputs = [t.name for t in self.state.spec.outputs]
@@ -89,15 +94,23 @@ class Protocol:
         slot, data = self.slots[trial], self.state.trials[trial]
         rec = CallRecord(len(self.records), phase, trial, index)
         self.records.append(rec)
+        t0 = time.perf_counter()
         slot.load_inputs(data.inputs, perm)
         slot.poison_outputs()
         self.flusher.flush()
         torch.cuda.synchronize()
+        t1 = time.perf_counter()
         reply = self.child.request({"op": "call", "slot": trial, "tag": rec.tag},
                                    f"call {index} of trial {trial}", self.call_timeout_s)
+        t2 = time.perf_counter()
         if not reply.get("ok"):
             raise CallFailed(rec, reply.get("error", "call failed"))
         self._queue_compare(rec, slot, data, perm)
+        self.host_s["harness_prepare"] += t1 - t0
+        self.host_s["harness_call_roundtrip"] += t2 - t1
+        self.host_s["harness_compare_queue"] += time.perf_counter() - t2
+        self.host_s["child_call_wall"] += reply.get("wall_ns", 0) / 1e9
+        self.l2_resets += bool(reply.get("l2_reset"))
         return rec
 
     def _queue_compare(self, rec: CallRecord, slot, data, perm) -> None:  # noqa: ANN001
@@ -140,20 +153,25 @@ class Protocol:
             rec.timing = by_tag.get(rec.tag)
         return reply
 
-    def permutation(self, trial: int, index: int):  # noqa: ANN201
+    def permutation(self, trial: int, index: int, count: int = 1):  # noqa: ANN201
+        """The seeded batch permutation of call `index` of `trial` (a trial's `count` permutations are drawn
+        together: argsort of uniform keys, one row per call)."""
         import torch
 
         n = self.state.spec.batch_size
         if n <= 1:
             return None
-        gen = torch.Generator(device="cuda")
-        gen.manual_seed(self.state.trials[trial].seed * 1_000_003 + index + 1)
-        return torch.randperm(n, generator=gen, device="cuda")
+        if trial not in self._perms or self._perms[trial].shape[0] < count:
+            gen = torch.Generator(device="cuda")
+            gen.manual_seed(self.state.trials[trial].seed * 1_000_003 + 1)
+            keys = torch.rand((max(count, index + 1), n), generator=gen, device="cuda")
+            self._perms[trial] = torch.argsort(keys, dim=1)
+        return self._perms[trial][index]
 
     def timed_trial(self, trial: int, warmup: int, iters: int, permute: bool) -> list[CallRecord]:
         timed = []
         for i in range(warmup + iters):
-            perm = self.permutation(trial, i) if permute else None
+            perm = self.permutation(trial, i, warmup + iters) if permute else None
             rec = self.call("warmup" if i < warmup else "timed", trial, i, perm)
             if i >= warmup:
                 timed.append(rec)

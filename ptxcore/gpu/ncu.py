@@ -31,7 +31,10 @@ log = logging.getLogger(__name__)
 
 _ROW = re.compile(r"^\s*(0x[0-9a-fA-F]+)\s+(.*?)\s+([\d,]+)\s+([\d,]+)\s*$")
 _PRED = re.compile(r"^@!?U?P[T\d]+\s+")
-_KERNEL_HEADER = re.compile(r"^\s*(\S.*?)\s+\(\d+,\s*\d+,\s*\d+\)x\(\d+,\s*\d+,\s*\d+\),\s*Context")
+_KERNEL_HEADER = re.compile(
+    r"^\s*(\S.*?)\s+\(\d+,\s*\d+,\s*\d+\)x\(\d+,\s*\d+,\s*\d+\),\s*Context"  # text layout
+    r"|^Kernel Name\s+(\S.*?)\s*$"  # table layout (ncu 2025.3: the name wraps onto the next lines)
+)
 MAX_RAW_ROWS = 200
 
 
@@ -56,7 +59,7 @@ def parse_source_page(text: str) -> tuple[list[NcuRow], list[str]]:
     for line in text.splitlines():
         h = _KERNEL_HEADER.match(line)
         if h:
-            function = h.group(1)
+            function = h.group(1) or h.group(2)
             kernels.append(function)
             continue
         m = _ROW.match(line)

@@ -41,6 +41,7 @@ class SessionOutcome:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     env_streams: list[int] = field(default_factory=list)
     all_calls: list[CallRecord] = field(default_factory=list)
+    l2_resets: int = 0
 
     @property
     def kernel_seconds(self) -> float:
@@ -117,6 +118,8 @@ class CandidateSession:
         verdict = self._timing(child, proto)
         self.out.stage_seconds["timing"] = time.monotonic() - t0
         self.out.all_calls = list(proto.records)
+        self.out.stage_seconds.update(proto.host_s)
+        self.out.l2_resets = proto.l2_resets
         return verdict
 
     def _correctness(self, child: ChildProcess, proto: Protocol) -> Verdict | None:
@@ -125,7 +128,7 @@ class CandidateSession:
         reply = proto.fetch_timings()
         self.out.correctness, self.out.env_streams = recs, reply.get("env_streams", [])
         self.out.all_calls = list(recs)
-        return self._rules(child, recs) or correctness_verdict(recs, self.plan.tol)
+        return self._rules(child, recs) or correctness_verdict(recs, self.plan.tol) or self._work(recs)
 
     def _timing(self, child: ChildProcess, proto: Protocol) -> Verdict | None:
         p = self.plan
@@ -133,7 +136,7 @@ class CandidateSession:
         proto.collect()
         proto.fetch_timings()
         calls = [r for r in proto.records if r.phase in ("warmup", "timed")]
-        verdict = self._rules(child, calls) or timing_verdict(calls, p.tol)
+        verdict = self._rules(child, calls) or timing_verdict(calls, p.tol) or self._work(calls)
         self.out.latency_ms, self.out.trials = finish_trials(timed)
         self.out.timed = [r for _, recs in timed for r in recs]
         return verdict
@@ -143,8 +146,10 @@ class CandidateSession:
             return None
         if recs and all(r.timing is not None and r.timing.records == 0 for r in recs):
             raise InfraError("CUPTI recorded no GPU activity for any call (profiling unavailable?)")
-        return (library_verdict(child.mapped_libraries(), list(self.plan.needed))
-                or stream_verdict(recs) or work_verdict(recs))
+        return library_verdict(child.mapped_libraries(), list(self.plan.needed)) or stream_verdict(recs)
+
+    def _work(self, recs: list[CallRecord]) -> Verdict | None:
+        return work_verdict(recs) if self.plan.enforce_rules else None
 
 
 def _call_error(exc: CallFailed) -> str:

@@ -34,6 +34,7 @@ def test_parse_maps_keeps_shared_objects_once():
     libs = parse_maps(text)
     assert libs == ["/usr/lib/libc.so.6", "/opt/nvidia/cu13/lib/libcublasLt.so.13"]
     assert forbidden_library(libs) == ("cuBLASLt", "libcublasLt.so.13")
+    assert forbidden_library([*libs, "/x/libcublas.so.13"])[0] == "cuBLAS"
 
 
 @pytest.mark.parametrize("name,family", [

@@ -78,3 +78,16 @@ def test_ncu_failure_or_nothing_profiled_is_unknown():
     assert evidence_from_text("==ERROR== Failed to profile", hopper, 1, "ncu").status is TargetInstruction.UNKNOWN
     nothing = evidence_from_text("==PROF== Disconnected\n==WARNING== No kernels were profiled.", hopper, 0, "ncu")
     assert nothing.status is TargetInstruction.UNKNOWN and "no kernel" in nothing.reason
+
+
+def test_captured_h200_table_layout():
+    """ncu 2025.3.1 on the H200 (excerpt of the TMA control's profile): table layout, wrapped kernel name."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "fixtures" / "gpu_tools" / "ncu_source_page_tma_h200.txt").read_text()
+    rows, kernels = parse_source_page(text)
+    assert kernels == ["<unnamed>::gemm_tma(CUtensorMap_st, CUtensorMap_st, __nv_bfl"]
+    tma = [r for r in rows if r.opcode.startswith("UTMALDG")]
+    assert len(tma) == 2 and all(r.thread_inst_executed_true == 573440 for r in tma)
+    ev = evidence_from_text(text, get_architecture("hopper"), 0, "ncu 2025.3.1")
+    assert ev.status is TargetInstruction.EXECUTED and ev.family_thread_inst_executed["tma"] == 2 * 573440
