@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 DEFAULT_KERNEL = REPO / "tests" / "fixtures" / "controls" / "02_gemm_tma.cu"
-STAGES = ("build", "workload_and_reference", "correctness", "sanitizer", "timing", "ncu", "total", "kernel")
+STAGES = ("build", "workload_and_reference", "correctness", "sanitizer", "timing", "ncu", "total", "kernel",
+          "harness_prepare", "harness_call_roundtrip", "child_call_wall", "harness_compare_queue")
 
 
 def overhead(stages: dict[str, float]) -> float:

@@ -10,7 +10,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   .carry/judge_whl/*.whl > "$OUT/pip.log" 2>&1 || { cat "$OUT/pip.log"; exit 1; }
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 PTXBENCH_CACHE_DIR=/tmp/pcache PTXBENCH_TEST_CACHE=/tmp/pcache
 export PATH=/usr/local/cuda/bin:$PATH
-STEPS=${STEPS:-"env prebuild overhead pytest refs"}
+STEPS=${STEPS:-"env prebuild overhead pytest refs overhead2"}
 for step in $STEPS; do
   echo "=== $step $(date +%T)"
   case $step in
@@ -21,8 +21,10 @@ for step in $STEPS; do
         ls /usr/local/cuda/lib64/stubs/libcuda.so 2>&1; ldconfig -p | grep -c cublas
       } 2>&1 | tee "$OUT/env.log" ;;
     prebuild) timeout 240 python3 benchmarks/device/prebuild.py 2>&1 | tee "$OUT/prebuild.log" ;;
-    overhead) timeout 300 python3 benchmarks/judge_overhead.py --cache-dir /tmp/pcache --json "$OUT/overhead.json" \
-                2>&1 | tee "$OUT/overhead.log" ;;
+    overhead) timeout 240 python3 benchmarks/judge_overhead.py --cache-dir /tmp/pcache-overhead \
+                --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.log" ;;
+    overhead2) timeout 200 python3 benchmarks/judge_overhead.py tests/fixtures/controls/01_gemm_cuda_core.cu \
+                --cache-dir /tmp/pcache-overhead2 --json "$OUT/overhead2.json" 2>&1 | tee "$OUT/overhead2.log" ;;
     pytest) PTXBENCH_CONTROLS_OUT="$OUT/controls.jsonl" timeout ${PYTEST_TIMEOUT:-420} python3 -m pytest tests/gpu -m gpu \
               --ignore=tests/gpu/service -p no:cacheprovider -q -rA -s 2>&1 | tee "$OUT/pytest.log" ;;
     refs) timeout 240 python3 benchmarks/device/reference_latencies.py --cache-dir /tmp/pcache --json "$OUT/refs.json" \
