@@ -99,6 +99,33 @@ def calibrate(url: str, mix, gpus: int) -> float:
     return mean([v.raw.get("service_s") or 0.0 for v in views])
 
 
+def sweep(url: str, mix, args, gpus: list[int]) -> list[dict]:
+    """Calibrate S, fill in the defaults that depend on it, run every concurrency point."""
+    s = calibrate(url, mix, len(gpus))
+    if args.llm_latency_s is None:  # bounds cross near N = crossover
+        args.llm_latency_s = 1.0 if args.fake else (args.crossover - 1) * s / len(gpus)
+    cycle = args.llm_latency_s + s
+    points_n = [int(x) for x in args.concurrency.split(",")]
+    if not args.window_s:  # real: four cycles per point, shrunk to fit the time budget (a device call's 10 min)
+        args.window_s = 20.0 if args.fake else min(max(60.0, 4 * cycle), args.budget_s / len(points_n) - cycle)
+        if args.window_s < 2.5 * cycle:
+            print(f"# warning: window {args.window_s:.0f} s is short for cycles of {cycle:.0f} s; "
+                  "use fewer --concurrency points or a larger --budget-s", flush=True)
+    args.warmup_s = min(2 * cycle, args.window_s / 3) if args.warmup_s is None else args.warmup_s
+    minutes = len(points_n) * (args.window_s + s + args.llm_latency_s) / 60
+    print(f"# {len(points_n)} points x {args.window_s:.0f} s: about {minutes:.1f} min", flush=True)
+    print(f"# GPUs {gpus}; S (calibrated) {s:.3f} s; LLM latency mean {args.llm_latency_s:.2f} s "
+          f"(log-normal sigma {args.llm_sigma}); window {args.window_s:.0f} s, warm-up {args.warmup_s:.1f} s",
+          flush=True)
+    points = []
+    for n in points_n:
+        points.append(run_point(n, url, mix, args, len(gpus)))
+        p = points[-1]
+        print(f"  N={n}: {p['turns_per_s']:.3f} turns/s, bound {p['bound']:.3f} ({100 * p['of_bound']:.0f}%)",
+              flush=True)
+    return points
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gpus", default="0")
@@ -111,9 +138,10 @@ def main() -> int:
     ap.add_argument("--crossover", type=int, default=8, help="real mode: N where LLM- and GPU-bound meet")
     ap.add_argument("--llm-sigma", type=float, default=0.5, help="log-normal spread of LLM latency")
     ap.add_argument("--window-s", type=float, default=None,
-                    help="seconds per point (default: fake 20; real max(60, 4 x (L + S)))")
+                    help="seconds per point (default: fake 20; real max(60, 4 x (L + S)) within --budget-s)")
     ap.add_argument("--warmup-s", type=float, default=None,
                     help="seconds not counted (default: min(2 x (L + S), window / 3))")
+    ap.add_argument("--budget-s", type=float, default=480.0, help="real mode: seconds the sweep may take")
     ap.add_argument("--judge-config", default='{"sanitizer": false, "ncu": false}')
     ap.add_argument("--fake-eval-s", type=float, default=0.10)
     ap.add_argument("--seed", type=int, default=0)
@@ -129,24 +157,7 @@ def main() -> int:
                    else {"judge_config": json.loads(args.judge_config)})
     server = start(tmp_work_dir("rollout-"), gpus, args.fake, engine_args)
     try:
-        s = calibrate(server.url, mix, len(gpus))
-        if args.llm_latency_s is None:  # bounds cross near N = crossover
-            args.llm_latency_s = 1.0 if args.fake else (args.crossover - 1) * s / len(gpus)
-        args.window_s = args.window_s or (20.0 if args.fake else max(60.0, 4 * (args.llm_latency_s + s)))
-        cycle = args.llm_latency_s + s
-        args.warmup_s = min(2 * cycle, args.window_s / 3) if args.warmup_s is None else args.warmup_s
-        points_n = [int(x) for x in args.concurrency.split(",")]
-        minutes = len(points_n) * (args.window_s + s + args.llm_latency_s) / 60
-        print(f"# {len(points_n)} points x {args.window_s:.0f} s: about {minutes:.1f} min", flush=True)
-        print(f"# GPUs {gpus}; S (calibrated) {s:.3f} s; LLM latency mean {args.llm_latency_s:.2f} s "
-              f"(log-normal sigma {args.llm_sigma}); window {args.window_s:.0f} s, warm-up {args.warmup_s:.1f} s",
-              flush=True)
-        points = []
-        for n in points_n:
-            points.append(run_point(n, server.url, mix, args, len(gpus)))
-            p = points[-1]
-            print(f"  N={n}: {p['turns_per_s']:.3f} turns/s, bound {p['bound']:.3f} ({100 * p['of_bound']:.0f}%)",
-                  flush=True)
+        points = sweep(server.url, mix, args, gpus)
     finally:
         server.stop()
     print(table(["N", "turns", "turns/s", "LLM-bound", "GPU-bound", "bound", "of bound", "mean S_s", "mean queue_s"],

@@ -58,11 +58,12 @@ def create_app(service: ProfilerService, manage_lifecycle: bool = True):
     async def _service_error(_request: Request, exc: ServiceError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=exc.status_code)
 
-    _routes(api, service)
+    _info_routes(api, service)
+    _task_routes(api, service)
     return GuardMiddleware(api, token=service.config.token, max_bytes=service.config.max_request_bytes)
 
 
-def _routes(api: FastAPI, service: ProfilerService) -> None:
+def _info_routes(api: FastAPI, service: ProfilerService) -> None:
     @api.get("/")
     async def root() -> dict:
         return {"name": "ptxbench-profiler", "version": VERSION, "gpus": service.config.gpus,
@@ -87,6 +88,18 @@ def _routes(api: FastAPI, service: ProfilerService) -> None:
     async def workloads(name: str) -> list[dict]:
         return [w.model_dump(mode="json") for w in _problem(service, name).workloads]
 
+    @api.post("/gpus/{gpu}/drain")
+    async def drain(gpu: int, req: DrainRequest) -> dict:
+        service.drain(gpu, req.reason)
+        return {"gpu": gpu, "drained": req.reason}
+
+    @api.post("/gpus/{gpu}/resume")
+    async def resume(gpu: int) -> dict:
+        service.resume(gpu)
+        return {"gpu": gpu, "resumed": True}
+
+
+def _task_routes(api: FastAPI, service: ProfilerService) -> None:
     for kind in TaskKind:
         api.add_api_route(f"/{kind.value}", _submitter(service, kind), methods=["POST"],
                           response_model=SubmitResponse, status_code=202)
@@ -114,16 +127,6 @@ def _routes(api: FastAPI, service: ProfilerService) -> None:
         if bad:
             raise ServiceError(f"malformed task id {bad[0][:80]!r}")
         return await service.wait(req.task_ids, req.wait_s)
-
-    @api.post("/gpus/{gpu}/drain")
-    async def drain(gpu: int, req: DrainRequest) -> dict:
-        service.drain(gpu, req.reason)
-        return {"gpu": gpu, "drained": req.reason}
-
-    @api.post("/gpus/{gpu}/resume")
-    async def resume(gpu: int) -> dict:
-        service.resume(gpu)
-        return {"gpu": gpu, "resumed": True}
 
 
 def _submitter(service: ProfilerService, kind: TaskKind):

@@ -73,9 +73,11 @@ class ServiceConfig(FrozenModel):
     """Most items in one batch submit or batch poll."""
     max_wait_s: float = 300.0
     """Longest long-poll a client may ask for, seconds."""
-    default_timeout_s: float = 600.0
-    """Wall-clock limit for one task in a worker, seconds, before the worker is declared hung."""
-    max_timeout_s: float = 1800.0
+    default_timeout_s: float = 2700.0
+    """Wall-clock limit for one task in a worker, seconds, before the worker is declared hung. A backstop
+    above the judge's own stage limits (build, two memcheck runs, calls, ncu), which report candidate
+    hangs themselves."""
+    max_timeout_s: float = 7200.0
     """Largest per-request `timeout_s` accepted."""
     max_attempts: int = Field(default=3, ge=1)
     """Infrastructure failures are retried (elsewhere) up to this many attempts in all."""

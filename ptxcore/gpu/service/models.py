@@ -108,7 +108,7 @@ class SubmitRequest(FrozenModel):
     """Architecture key the candidate targets."""
     workload_uuid: str | None = Field(default=None, pattern=UUID_PATTERN)
     """Workload to judge on (default: the problem's primary workload)."""
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, ge=1.0)
     """Wall-clock limit for this task in the worker, seconds (bounded by the server's maximum)."""
     client_tag: str = Field(default="", max_length=200)
     """Free text for logs, e.g. campaign/trajectory/turn."""
