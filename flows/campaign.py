@@ -54,7 +54,7 @@ JUDGE_PLUGIN_ENV = "PTXBENCH_JUDGE_PLUGIN"
 
 def resolve_config(config_path: str, campaign_id: str | None = None, warehouse: str | None = None,
                    profilers: dict[str, str] | None = None, mlflow_tracking_uri: str | None = None,
-                   ) -> tuple[CampaignConfig, str]:
+                   turns: int | None = None) -> tuple[CampaignConfig, str]:
     """The campaign file with command-line overrides applied (re-validated)."""
     config, text = load_campaign(config_path)
     updates: dict[str, object] = {}
@@ -66,6 +66,8 @@ def resolve_config(config_path: str, campaign_id: str | None = None, warehouse: 
         updates["profilers"] = {**config.profilers, **profilers}
     if mlflow_tracking_uri:
         updates["mlflow_tracking_uri"] = mlflow_tracking_uri
+    if turns:
+        updates["turns"] = turns
     if updates:
         try:
             config = CampaignConfig.model_validate({**config.model_dump(mode="json"), **updates})
@@ -195,9 +197,14 @@ def _run_trajectories(todo: list[TrajectoryPlan], key: str, workers: int, progre
 @flow(name="campaign", flow_run_name=_flow_run_name, log_prints=False)
 def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | None = None,
                   warehouse: str | None = None, profilers: dict[str, str] | None = None,
-                  mlflow_tracking_uri: str | None = None, judge_plugin: str | None = None) -> CampaignSummary:
-    """Run (or resume) a campaign; returns its summary with the headline table."""
-    config, text = resolve_config(config_path, campaign_id, warehouse, profilers, mlflow_tracking_uri)
+                  mlflow_tracking_uri: str | None = None, judge_plugin: str | None = None,
+                  turns: int | None = None) -> CampaignSummary:
+    """Run (or resume) a campaign; returns its summary with the headline table.
+
+    Overrides of the campaign file: campaign_id, warehouse, profilers (arch -> URL), mlflow_tracking_uri,
+    turns (a smaller budget for a quick run; the same id with more turns later extends it).
+    """
+    config, text = resolve_config(config_path, campaign_id, warehouse, profilers, mlflow_tracking_uri, turns)
     plans = plan_campaign(config)
     ensure_limits(wanted_limits(config, plans))
     uri, artifact_root = tracking_uri(config)

@@ -66,6 +66,7 @@ def run_command(
     warehouse: str = typer.Option(None, "--warehouse", help="DuckDB file (default runs/<id>/warehouse.duckdb)."),
     profiler: list[str] = typer.Option(None, "--profiler", help="Profiling service URL, or arch=URL (repeatable)."),
     mlflow_uri: str = typer.Option(None, "--mlflow-uri", help="MLflow tracking URI (default sqlite in ./mlruns)."),
+    turns: int = typer.Option(None, "--turns", min=1, max=8, help="Override the turn budget (quick runs)."),
     judge_plugin: str = typer.Option(None, "--judge-plugin", hidden=True, help="module:factory judge backend."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task-run logs."),
@@ -79,7 +80,9 @@ def run_command(
         profilers = _expand_profilers(parse_profilers(profiler), cfg.architectures) or None
     except _config_errors() as exc:
         raise UserError(str(exc)) from exc
-    summary = _run_with_progress(config, campaign_id, warehouse, profilers, mlflow_uri, judge_plugin, cfg)
+    summary = _run_with_progress(cfg, config_path=config, campaign_id=campaign_id, warehouse=warehouse,
+                                 profilers=profilers, mlflow_tracking_uri=mlflow_uri, judge_plugin=judge_plugin,
+                                 turns=turns)
     if as_json:
         typer.echo(json.dumps(summary.model_dump(mode="json"), indent=1))
     else:
@@ -88,24 +91,26 @@ def run_command(
         raise typer.Exit(1)
 
 
-def _run_with_progress(config, campaign_id, warehouse, profilers, mlflow_uri, judge_plugin, cfg):
+def _run_with_progress(cfg, **params):
+    import logging
+
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from flows.campaign import PROGRESS_LISTENERS, campaign_flow
 
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
     console = Console(stderr=True)
     columns = (TextColumn("[bold]{task.fields[name]}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("turns"), TimeElapsedColumn(), TextColumn("{task.description}"))
     with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task("starting (Prefect server, MLflow store)", total=None, name=campaign_id or cfg.id)
+        task = bar.add_task("starting (Prefect server, MLflow store)", total=None, name=params["campaign_id"] or cfg.id)
 
         def listener(done: int, planned: int, last: str) -> None:
             bar.update(task, completed=done, total=planned, description=last[-70:])
 
         PROGRESS_LISTENERS.append(listener)
         try:
-            summary = campaign_flow(config_path=config, campaign_id=campaign_id, warehouse=warehouse,
-                                    profilers=profilers, mlflow_tracking_uri=mlflow_uri, judge_plugin=judge_plugin)
+            summary = campaign_flow(**params)
         except _config_errors() as exc:
             raise UserError(str(exc)) from exc
         finally:
@@ -116,14 +121,15 @@ def _run_with_progress(config, campaign_id, warehouse, profilers, mlflow_uri, ju
 def _print_summary(summary) -> None:
     from rich.table import Table
 
-    from ptxcore.agent.summary import HEADER, headline_cells
+    from ptxcore.agent.summary import SHORT_HEADER, headline_cells
 
     console = Console()
+    console.width = max(console.width, 132)
     table = Table(title=f"Campaign {summary.campaign_id}: headline", title_justify="left")
-    for h in HEADER:
-        table.add_column(h, overflow="fold")
+    for h in SHORT_HEADER:
+        table.add_column(h, no_wrap=True)
     for row in summary.headline:
-        table.add_row(*headline_cells(row))
+        table.add_row(*headline_cells(row, compact=True))
     console.print(table)
     not_eval = sum(r.not_evaluated for r in summary.headline)
     if not_eval:
@@ -151,7 +157,7 @@ def validate_command(config: str = typer.Argument(DEFAULT_CONFIG, help="Campaign
         plans = plan_campaign(cfg)
     except _config_errors() as exc:
         raise UserError(str(exc)) from exc
-    pairs = sorted({(p.arch, p.prompt_variant) for p in plans})
+    pairs = list(dict.fromkeys((p.arch, p.prompt_variant) for p in plans))
     typer.echo(f"{config}: campaign {cfg.id}: {len(cfg.models)} models x {len(pairs)} (architecture, variant) "
                f"pairs x {cfg.trajectories} trajectories x {len(cfg.problem_names())} problems "
                f"= {len(plans)} trajectories, at most {len(plans) * cfg.turns} turns")

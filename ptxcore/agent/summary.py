@@ -52,8 +52,10 @@ class HeadlineRow(FrozenModel):
     """Trajectories per stop reason."""
 
 
-def _pct(n: int, d: int) -> str:
-    return f"{n}/{d} ({100 * n / d:.0f}%)" if d else DASH
+def _pct(n: int, d: int, compact: bool = False) -> str:
+    if not d:
+        return DASH
+    return f"{n}/{d}" if compact else f"{n}/{d} ({100 * n / d:.0f}%)"
 
 
 def headline_rows(turns: Iterable[TurnRecord], trajectories: Iterable[TrajectoryRecord] = ()) -> list[HeadlineRow]:
@@ -89,14 +91,23 @@ HEADER = ["model", "arch", "trajectories", "turns", "extracted", "compiled", "GP
           "correct + target executed", "trajectories solved", "best speedup"]
 
 
-def headline_cells(row: HeadlineRow) -> list[str]:
+SHORT_HEADER = ["model", "arch", "traj.", "turns", "extracted", "compiled", "GPU-judged", "correct",
+                "correct+target", "solved", "best speedup"]
+"""HEADER in a terminal-friendly form (same columns)."""
+
+
+def headline_cells(row: HeadlineRow, compact: bool = False) -> list[str]:
     judged = row.gpu_judged
+
+    def pct(n: int, d: int) -> str:
+        return _pct(n, d, compact)
+
     return [
         row.model, row.arch, str(row.trajectories), str(row.turns),
-        _pct(row.turns - row.extraction_errors, row.turns), _pct(row.compiled, row.turns),
-        _pct(judged, row.compiled) if row.compiled else DASH,
-        _pct(row.correct, judged), _pct(row.target_correct, judged),
-        _pct(row.trajectories_correct, row.trajectories) if judged else DASH,
+        pct(row.turns - row.extraction_errors, row.turns), pct(row.compiled, row.turns),
+        pct(judged, row.compiled) if row.compiled else DASH,
+        pct(row.correct, judged), pct(row.target_correct, judged),
+        pct(row.trajectories_correct, row.trajectories) if judged else DASH,
         f"{row.best_speedup:.2f}x" if row.best_speedup is not None else DASH,
     ]
 

@@ -1,0 +1,59 @@
+"""The single writer: warehouse first, MLflow reconciled from it, so a crash between the two loses nothing."""
+
+from __future__ import annotations
+
+from mlflow import MlflowClient
+
+from flows.tracking import MlflowTracker
+from flows.writer import RecordWriter
+from ptxcore.agent import parse_campaign, plan_campaign
+from ptxcore.schema import EvaluationStatus, StopReason, TurnRecord
+from ptxcore.warehouse import Warehouse
+
+CFG = parse_campaign("name: wtest\nmodels: [{model: replay/scripted}]\nproblems: [gemm_n7168_k5120]\n"
+                     "prompt_variants: [hopper-pack]\ntrajectories: 1\nturns: 3\n")
+PLAN = plan_campaign(CFG)[0]
+
+
+def turn(n: int) -> TurnRecord:
+    return TurnRecord(campaign_id="wtest", trajectory_id=PLAN.trajectory_id, turn=n, model=PLAN.model.model,
+                      arch="hopper", gpu="", prompt_variant=PLAN.prompt_variant, problem=PLAN.problem,
+                      response_text=f"answer {n}", feedback=f"feedback {n}", status=EvaluationStatus.COMPILE_ERROR)
+
+
+def test_turns_recorded_only_in_the_warehouse_are_reconciled_once(tmp_path, mlruns):
+    uri = f"sqlite:///{mlruns / 'mlflow.db'}"
+    wh_path = tmp_path / "wh.duckdb"
+    with Warehouse(wh_path) as wh:  # as if the writer died between the DuckDB commit and the MLflow log
+        wh.upsert_turns([turn(0), turn(1)])
+    writer = RecordWriter(wh_path, lambda: MlflowTracker(uri, "wtest"), {PLAN.trajectory_id: PLAN}).start()
+    try:
+        writer.call(lambda wh, tr: tr.start_campaign({"name": "wtest"}, "name: wtest\n"))
+        assert writer.reconcile_mlflow() == 2
+        assert writer.reconcile_mlflow() == 0
+        seen = []
+        writer.listeners.append(seen.append)
+        writer.record_turn(turn(2))
+        writer.record_turn(turn(2))  # a repeated record is an idempotent upsert, not a second step
+        writer.record_trajectory(PLAN.record(num_turns=3, stop_reason=StopReason.MAX_TURNS))
+        keys = writer.call(lambda wh, tr: wh.recorded_turn_keys("wtest"))
+    finally:
+        writer.close()
+    assert keys == {("wtest", PLAN.trajectory_id, n) for n in range(3)} and len(seen) == 2
+    client = MlflowClient(uri)
+    run = client.search_runs([client.get_experiment_by_name("ptxbench/wtest").experiment_id],
+                             filter_string="tags.`ptxbench.kind` = 'trajectory'")[0]
+    assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "turn")) == [0, 1, 2]
+    assert run.info.status == "FINISHED" and run.data.tags["stop_reason"] == "max_turns"
+    text = client.download_artifacts(run.info.run_id, "turns/turn_01/feedback.md", str(tmp_path))
+    assert open(text).read() == "feedback 1"
+
+
+def test_writer_reports_a_warehouse_it_cannot_open(tmp_path, mlruns):
+    import pytest
+
+    bad = tmp_path / "dir.duckdb"
+    bad.mkdir()
+    writer = RecordWriter(bad, lambda: MlflowTracker(f"sqlite:///{mlruns / 'mlflow.db'}", "w2"), {})
+    with pytest.raises(Exception, match="dir.duckdb"):
+        writer.start()
