@@ -34,7 +34,7 @@ class Session:
 
         self.device = device
         driver.init_primary_context(device)
-        driver.reset_persisting_l2()
+        driver.clear_persisting_l2()  # the driver's default set-aside is not 0: start every candidate at 0
         self.recorder = CuptiRecorder()
         self.windows: list[CallWindow] = []
         self.records: list[ActivityRecord] = []

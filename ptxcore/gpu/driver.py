@@ -141,8 +141,9 @@ def persisting_l2_limit() -> int:
 
 
 def clear_persisting_l2() -> bool:
-    """If the context set L2 aside for persisting accesses: reset those lines and the set-aside to 0.
-    Returns whether anything had to be reset (a plain query otherwise: no GPU work)."""
+    """If L2 is set aside for persisting accesses: reset those lines and the set-aside to 0.
+    Returns whether anything had to be reset (a plain query otherwise: no GPU work). A fresh context on the
+    H200 (driver 580) does not start at 0, so the child clears it once before the candidate runs."""
     if persisting_l2_limit() == 0:
         return False
     reset_persisting_l2()
