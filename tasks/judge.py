@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import shutil
 import subprocess
 from typing import Any, Protocol
@@ -75,18 +76,22 @@ class LocalGpuJudge:
 
 
 class ServiceJudge:
-    """A profiling service (`ptxbench profiler serve`) reached over HTTP."""
+    """A profiling service (`ptxbench profiler serve`) over HTTP, through ptxcore.gpu.client.
 
-    def __init__(self, url: str) -> None:
+    The client's own resubmission is off (retries=0): the judge task's Prefect retries are the one
+    retry layer. Its failure to reach the service raises ProfilerUnavailable (an infrastructure error).
+    """
+
+    def __init__(self, url: str, token: str | None = None, transport: Any = None) -> None:
+        from ptxcore.gpu.client import TOKEN_ENV, ProfilerClient
+
         self.name = f"service:{url}"
         self.url = url
+        self.client = ProfilerClient(url, token=token or os.environ.get(TOKEN_ENV) or None, retries=0,
+                                     transport=transport)
 
     def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate) -> JudgeResult:
-        try:
-            client_mod = importlib.import_module("ptxcore.gpu.client")
-        except ImportError as exc:
-            raise RuntimeError("the profiling-service client (ptxcore.gpu.client) is not available") from exc
-        return client_mod.judge_remote(self.url, source, problem, arch)
+        return self.client.evaluate(source, problem.name, arch.key, client_tag="campaign")
 
 
 _COMPUTE_CAP_ARCH = {"9.0": "hopper", "10.0": "blackwell"}
@@ -129,13 +134,10 @@ def retry_on_infra(task: Any, task_run: Any, state: Any) -> bool:
     """Prefect retry condition: only infrastructure failures are worth another attempt."""
     exc = state.data if isinstance(state.data, BaseException) else None
     infra: tuple[type[BaseException], ...] = (InfraFailure, OSError, TimeoutError, httpx.HTTPError)
-    try:
-        from ptxcore.gpu import InfraError
+    from ptxcore.gpu import InfraError
+    from ptxcore.gpu.client import ProfilerUnavailable
 
-        infra += (InfraError,)
-    except ImportError:  # pragma: no cover - the gpu package always imports on CPU machines
-        pass
-    return isinstance(exc, infra)
+    return isinstance(exc, infra + (InfraError, ProfilerUnavailable))
 
 
 @task(name="judge", task_run_name="judge {label}", retries=2, retry_delay_seconds=10,

@@ -20,7 +20,8 @@ MHA = "replay/scripted/hopper/hopper-pack/mha_with_lse_d128/0"
 
 
 def run(env, name, **kw):
-    cfg = write_config(env["tmp"] / f"{name}.yaml", name, **{k: kw.pop(k) for k in ("model", "slots") if k in kw})
+    cfg = write_config(env["tmp"] / f"{name}.yaml", name,
+                       **{k: kw.pop(k) for k in ("model", "slots", "problems") if k in kw})
     return campaign_flow(config_path=str(cfg), warehouse=str(env["tmp"] / "wh.duckdb"),
                          mlflow_tracking_uri=env["mlflow_uri"], **kw)
 
@@ -109,7 +110,7 @@ def test_no_gpu_means_not_evaluated_and_warehouse_replay_rejudges(flow_env, monk
     import tasks.judge
 
     monkeypatch.setattr(tasks.judge, "local_gpu_archs", lambda: set())
-    first = run(flow_env, "cpu-only")
+    first = run(flow_env, "cpu-only", problems="[gemm_n7168_k5120]")
     assert first.judges == {"hopper": "none"}
     with Warehouse(first.warehouse, read_only=True) as wh:
         original = wh.turns("cpu-only")
@@ -118,7 +119,8 @@ def test_no_gpu_means_not_evaluated_and_warehouse_replay_rejudges(flow_env, monk
     assert all("Not evaluated on a GPU" in t.feedback for t in compiled)
     assert "NOT_EVALUATED" in first.headline_markdown
 
-    rejudged = run(flow_env, "rejudge", model="replay/warehouse:cpu-only", judge_plugin=FAKE)
+    rejudged = run(flow_env, "rejudge", model="replay/warehouse:cpu-only", judge_plugin=FAKE,
+                   problems="[gemm_n7168_k5120]")
     with Warehouse(rejudged.warehouse, read_only=True) as wh:
         again = wh.turns("rejudge")
     old = {(t.problem, t.turn): t for t in original}

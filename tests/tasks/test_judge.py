@@ -91,3 +91,28 @@ def test_judge_task_body_raises_on_infra_error_only():
 ])
 def test_retry_condition_accepts_only_infrastructure_failures(exc, retry):
     assert retry_on_infra(None, None, SimpleNamespace(data=exc)) is retry
+
+
+def test_service_judge_submits_and_returns_the_service_verdict():
+    verdict = JudgeResult(status=EvaluationStatus.INCORRECT_SHAPE, definition=PROBLEM.name, arch="hopper",
+                          target_instruction=TargetInstructionEvidence(status=TargetInstruction.NOT_EXECUTED))
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((request.method, request.url.path, request.headers.get("authorization")))
+        if request.url.path == "/evaluate":
+            return httpx.Response(200, json={"task_id": "t1"})
+        return httpx.Response(200, json={"task_id": "t1", "state": "completed",
+                                         "result": verdict.model_dump(mode="json")})
+
+    j = ServiceJudge("http://gpu-host:8765", token="s3cret-token", transport=httpx.MockTransport(handler))
+    r = j.judge("src", PROBLEM, HOPPER, candidate(StaticTarget.PRESENT))
+    assert r == verdict and seen[0] == ("POST", "/evaluate", "Bearer s3cret-token") and seen[1][1] == "/tasks/t1"
+
+
+def test_service_outage_raises_an_error_the_judge_task_retries():
+    j = ServiceJudge("http://gpu-host:8765", transport=httpx.MockTransport(lambda r: httpx.Response(503, text="busy")))
+    with pytest.raises(Exception) as info:
+        j.judge("src", PROBLEM, HOPPER, candidate(StaticTarget.PRESENT))
+    assert type(info.value).__name__ == "ProfilerUnavailable"
+    assert retry_on_infra(None, None, SimpleNamespace(data=info.value)) is True
