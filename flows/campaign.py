@@ -34,7 +34,7 @@ from ptxcore.agent import (
 from ptxcore.agent.campaign import config_sha256
 from ptxcore.agent.records import now_iso
 from ptxcore.schema import CampaignRecord, StopReason, TrajectoryRecord, TurnRecord
-from tasks.judge import select_judge
+from tasks.judge import JudgeBackend, NoGpuJudge, select_judge
 
 from .artifacts import ProgressArtifact, publish_headline, publish_progress
 from .limits import ensure_limits, wanted_limits
@@ -194,6 +194,34 @@ def _run_trajectories(todo: list[TrajectoryPlan], key: str, workers: int, progre
     return results, errors
 
 
+def select_judges(config: CampaignConfig, plugin: str | None) -> dict[str, JudgeBackend]:
+    """One judge backend per architecture; says so when turns will not be evaluated."""
+    judges = {a: select_judge(a, config.profilers.get(a), plugin) for a in config.architectures}
+    for arch, judge in judges.items():
+        if isinstance(judge, NoGpuJudge):
+            log.warning("%s: %s; compiled turns are recorded as NOT_EVALUATED", arch, judge.reason)
+    return judges
+
+
+def _pending(plans: list[TrajectoryPlan], runtime: CampaignRuntime, progress: _Progress) -> list[TrajectoryPlan]:
+    """Plans that need more turns; finished ones get their final trajectory record (if it was lost)."""
+    todo = []
+    for plan in plans:
+        recorded = runtime.recorded.get(plan.trajectory_id, [])
+        earlier = runtime.trajectories.get(plan.trajectory_id)
+        reason = finished_reason(plan, recorded, earlier)
+        if reason is None:
+            todo.append(plan)
+            continue
+        progress.finished.add(plan.trajectory_id)
+        if earlier is None or earlier.stop_reason is not reason:
+            speedups = [t.speedup for t in recorded if t.speedup is not None]
+            runtime.writer.record_trajectory(plan.record(
+                num_turns=len(recorded), stop_reason=reason, best_speedup=max(speedups) if speedups else None,
+                started_at=earlier.started_at if earlier else "", finished_at=now_iso()))
+    return todo
+
+
 @flow(name="campaign", flow_run_name=_flow_run_name, log_prints=False)
 def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | None = None,
                   warehouse: str | None = None, profilers: dict[str, str] | None = None,
@@ -217,31 +245,14 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
         added = writer.reconcile_mlflow()
         if added:
             log.info("MLflow reconciled from the warehouse: %d turns added", added)
-        plugin = judge_plugin or os.environ.get(JUDGE_PLUGIN_ENV)
-        judges = {a: select_judge(a, config.profilers.get(a), plugin) for a in config.architectures}
-        for arch, judge in judges.items():
-            if judge.name == "none":
-                log.warning("%s: %s; compiled turns are recorded as NOT_EVALUATED", arch, judge.reason)
+        judges = select_judges(config, judge_plugin or os.environ.get(JUDGE_PLUGIN_ENV))
         register_warehouse_replays(config, writer, wh_path)
         runtime = CampaignRuntime(config=config, writer=writer, clients=make_clients(config), judges=judges,
                                   recorded=recorded, trajectories=trajectories)
         register_runtime(key, runtime)
         progress = _Progress(plans, recorded)
         writer.listeners.append(progress.on_turn)
-        todo = []
-        for plan in plans:
-            reason = finished_reason(plan, recorded.get(plan.trajectory_id, []), trajectories.get(plan.trajectory_id))
-            if reason is None:
-                todo.append(plan)
-                continue
-            progress.finished.add(plan.trajectory_id)
-            earlier = trajectories.get(plan.trajectory_id)
-            if earlier is None or earlier.stop_reason is not reason:
-                turns = recorded.get(plan.trajectory_id, [])
-                speedups = [t.speedup for t in turns if t.speedup is not None]
-                writer.record_trajectory(plan.record(
-                    num_turns=len(turns), stop_reason=reason, best_speedup=max(speedups) if speedups else None,
-                    started_at=earlier.started_at if earlier else "", finished_at=now_iso()))
+        todo = _pending(plans, runtime, progress)
         artifact = ProgressArtifact(config.id, plans)
         _notify(progress, artifact)
         log.info("campaign %s: %d trajectories planned, %d to run", config.id, len(plans), len(todo))
@@ -253,7 +264,7 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
 
 
 def _finish(config: CampaignConfig, plans: list[TrajectoryPlan], writer: RecordWriter, wh_path: Path, uri: str,
-            judges: dict, trajectories_run: int, turns_this_run: int, errors: list[str]) -> CampaignSummary:
+            judges: dict[str, JudgeBackend], trajectories_run: int, turns_this_run: int, errors: list[str]) -> CampaignSummary:
     writer.reconcile_mlflow()
     turns, trajectories = writer.call(lambda wh, tr: (wh.turns(config.id), wh.trajectories(config.id)))
     rows = headline_rows(turns, trajectories)

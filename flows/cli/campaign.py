@@ -27,6 +27,14 @@ def _config_errors() -> tuple[type[BaseException], ...]:
     return (CampaignConfigError, ReplayError)
 
 
+def _run_errors() -> tuple[type[BaseException], ...]:
+    """Errors of a campaign run that are the user's to fix (one line, no traceback)."""
+    from flows.limits import ConcurrencyLimitError
+    from ptxcore.warehouse import WarehouseError
+
+    return _config_errors() + (WarehouseError, ConcurrencyLimitError)
+
+
 def parse_profilers(values: list[str] | None) -> dict[str, str]:
     """`URL` (every architecture) or `arch=URL`, repeatable."""
     out: dict[str, str] = {}
@@ -111,7 +119,7 @@ def _run_with_progress(cfg, **params):
         PROGRESS_LISTENERS.append(listener)
         try:
             summary = campaign_flow(**params)
-        except _config_errors() as exc:
+        except _run_errors() as exc:
             raise UserError(str(exc)) from exc
         finally:
             PROGRESS_LISTENERS.remove(listener)

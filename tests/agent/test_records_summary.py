@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from ptxcore.agent import LLMReply, TurnOutcome, headline_markdown, headline_rows, parse_campaign, plan_campaign
+from ptxcore.agent import (
+    LLMReply,
+    TurnOutcome,
+    headline_markdown,
+    headline_rows,
+    parse_campaign,
+    plan_campaign,
+)
 from ptxcore.agent.extraction import extract_kernel
 from ptxcore.agent.records import kernel_sha256, step_metrics, turn_record
 from ptxcore.agent.types import TurnEvaluation
