@@ -6,7 +6,7 @@ The loop talks to the outside world only through the two protocols at the bottom
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Protocol
 
 from pydantic import Field
@@ -27,7 +27,7 @@ MAX_MODEL_CALLS = 8
 """The paper's budget: at most eight model calls per trajectory."""
 
 
-class ContextPolicy(str, Enum):
+class ContextPolicy(StrEnum):
     """Which part of the trajectory the model sees on each call (the full history is always recorded)."""
 
     FULL = "full"
@@ -38,7 +38,7 @@ class ContextPolicy(str, Enum):
     """System, then everything else concatenated into one user message without role labels."""
 
 
-class SolutionLanguage(str, Enum):
+class SolutionLanguage(StrEnum):
     """Languages a trajectory can be asked to write, with their code-fence tag."""
 
     CUDA = "cuda"
