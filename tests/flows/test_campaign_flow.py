@@ -131,3 +131,20 @@ def test_no_gpu_means_not_evaluated_and_warehouse_replay_rejudges(flow_env, monk
     assert {t.status for t in again if t.kernel_sha256} <= {EvaluationStatus.INCORRECT_NUMERICAL,
                                                            EvaluationStatus.COMPILE_ERROR}
     assert pytest.approx(0) == sum(t.usage.cost_usd or 0 for t in again)
+
+
+def test_a_failing_trajectory_is_reported_and_does_not_stop_the_others(flow_env):
+    summary = run(flow_env, "partial", judge_plugin=FAKE, problems="[gemm_n7168_k5120, mha_bwd_d128]")
+    assert len(summary.errors) == 1 and summary.errors[0].startswith(
+        "replay/scripted/hopper/hopper-pack/mha_bwd_d128/0: BadRequestError")
+    assert "no script for mha_bwd_d128" in summary.errors[0]
+    with Warehouse(summary.warehouse, read_only=True) as wh:
+        trajs = {t.problem: t for t in wh.trajectories("partial")}
+        turns = wh.turns("partial")
+    assert trajs["mha_bwd_d128"].stop_reason is StopReason.ERROR and trajs["mha_bwd_d128"].num_turns == 0
+    assert trajs["gemm_n7168_k5120"].stop_reason is StopReason.MAX_TURNS and len(turns) == 3
+    client = MlflowClient(flow_env["mlflow_uri"])
+    exp = client.get_experiment_by_name("ptxbench/partial")
+    statuses = {r.data.tags.get("problem"): r.info.status for r in client.search_runs([exp.experiment_id])
+                if r.data.tags.get("ptxbench.kind") == "trajectory"}
+    assert statuses == {"mha_bwd_d128": "FAILED", "gemm_n7168_k5120": "FINISHED"}
