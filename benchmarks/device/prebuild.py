@@ -1,6 +1,6 @@
-"""Build the control kernels for the GPU host (nvcc with -lcuda) in parallel, filling the compile cache.
+"""Build kernels for the GPU host (nvcc with -lcuda) in parallel, filling the compile cache.
 
-    PTXBENCH_CACHE_DIR=... python benchmarks/device/prebuild.py
+    PTXBENCH_CACHE_DIR=... python benchmarks/device/prebuild.py [FILE.cu ...]   (default: the controls)
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def main() -> int:
 
     cache = CompileCache(JudgeConfig().cache_root() / "compile")
     opts = BuildOptions(get_architecture("hopper"), link_cuda=True)
-    files = sorted((REPO / "tests" / "fixtures" / "controls").glob("*.cu"))
+    files = [Path(a) for a in sys.argv[1:]] or sorted((REPO / "tests" / "fixtures" / "controls").glob("*.cu"))
     t0 = time.monotonic()
 
     def build(path: Path) -> str:
@@ -31,7 +31,7 @@ def main() -> int:
     with ThreadPoolExecutor(max_workers=16) as pool:
         for line in pool.map(build, files):
             print(line, flush=True)
-    print(f"built {len(files)} controls in {time.monotonic() - t0:.1f} s")
+    print(f"built {len(files)} kernels in {time.monotonic() - t0:.1f} s")
     return 0
 
 
