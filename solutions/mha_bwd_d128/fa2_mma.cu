@@ -10,6 +10,9 @@
 //   3. bwd_dq    : one CTA per 64 queries; walks the key tiles, recomputes P and dS, dQ += dS K.
 // 4 warps per CTA, 16 rows per warp; tiles are streamed by cp.async into XOR-swizzled shared memory
 // (double-buffered) and read with ldmatrix. Generic tensor-core path (no wgmma/TMA).
+// Precision: dS is fed to the tensor cores as hi = bf16(dS) plus, for a warp's 16 x 64 tile holding some
+// |dS| >= kDsSplitMin, lo = bf16(dS - hi) (a second product into the same fp32 accumulator), so the
+// large dS entries of rows with few keys (the first causal rows) are not rounded to 8 bits.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <cstdint>
@@ -26,6 +29,7 @@ constexpr int kThreads = kWarps * 32;
 constexpr int TILE = BT * D;           // elements in one [64][128] tile
 constexpr int SMEM_BYTES = 6 * TILE * 2 + 4 * BT * 4;  // 6 tiles (96 KiB) + L / Dlt for two query tiles
 constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kDsSplitMin = 0.5f;   // a warp tile with some |dS| >= this also multiplies lo = dS - bf16(dS)
 
 __device__ __forceinline__ int swz(int row, int col) {
   return row * D + (((col >> 3) ^ (row & 7)) << 3) + (col & 7);
@@ -106,6 +110,26 @@ __device__ __forceinline__ void gemm_pb(float (&acc)[16][4], const float (&p)[8]
       mma_bf16(acc[2 * dp], pa, b0, b1);
       mma_bf16(acc[2 * dp + 1], pa, b2, b3);
     }
+  }
+}
+
+// x -= bf16(x) on every element: the residue that bf16 rounding of x drops (exact in fp32).
+__device__ __forceinline__ void to_bf16_residue(float (&x)[8][4]) {
+#pragma unroll
+  for (int n = 0; n < 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) x[n][e] -= __bfloat162float(__float2bfloat16_rn(x[n][e]));
+}
+
+// acc += dS * B with dS split as hi = bf16(dS) and, when some |dS| of the warp's tile reaches
+// kDsSplitMin (a warp-uniform vote), lo = bf16(dS - hi). ds is clobbered.
+__device__ __forceinline__ void gemm_ds_b(float (&acc)[16][4], float (&ds)[8][4], const __nv_bfloat16* b, bool big,
+                                          int lane) {
+  const bool split = __any_sync(0xffffffffu, big);
+#pragma unroll 1
+  for (int part = 0; part < (split ? 2 : 1); ++part) {
+    if (part == 1) to_bf16_residue(ds);
+    gemm_pb(acc, ds, b, lane);
   }
 }
 
@@ -222,12 +246,16 @@ bwd_dkdv(const __nv_bfloat16* __restrict__ Q, const __nv_bfloat16* __restrict__ 
     // dP^T = V dO^T, dS^T = P^T * (dP^T - Dlt)
     float dst[8][4];
     gemm_abt(dst, sV, do_t, warp, lane);
+    bool big = false;
 #pragma unroll
     for (int n = 0; n < 8; ++n)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) dst[n][e] = pt[n][e] * (dst[n][e] - dl_t[n * 8 + 2 * t + (e & 1)]);
-    // dK += dS^T Q
-    gemm_pb(dk, dst, q_t, lane);
+      for (int e = 0; e < 4; ++e) {
+        dst[n][e] = pt[n][e] * (dst[n][e] - dl_t[n * 8 + 2 * t + (e & 1)]);
+        big |= fabsf(dst[n][e]) >= kDsSplitMin;
+      }
+    // dK += dS^T Q (hi, and lo for tiles with large dS)
+    gemm_ds_b(dk, dst, q_t, big, lane);
   }
 
   store_rows(dK + head, dk, k0 + warp * 16, S, scale, lane);
@@ -303,11 +331,15 @@ bwd_dq(const __nv_bfloat16* __restrict__ Q, const __nv_bfloat16* __restrict__ K,
       }
     float ds[8][4];
     gemm_abt(ds, sdO, v_t, warp, lane);
+    bool big = false;
 #pragma unroll
     for (int n = 0; n < 8; ++n)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) ds[n][e] = p[n][e] * (ds[n][e] - dl[e >> 1]);
-    gemm_pb(dq, ds, k_t, lane);
+      for (int e = 0; e < 4; ++e) {
+        ds[n][e] = p[n][e] * (ds[n][e] - dl[e >> 1]);
+        big |= fabsf(ds[n][e]) >= kDsSplitMin;
+      }
+    gemm_ds_b(dq, ds, k_t, big, lane);
   }
   store_rows(dQ + head, dq, q0 + warp * 16, S, scale, lane);
 }

@@ -4,7 +4,7 @@
 //   P = exp(Q K^T scale - L), Dlt = rowsum(dO * O), dS = P * (dO V^T - Dlt),
 //   dV = P^T dO, dK = dS^T Q scale, dQ = dS K scale.
 // Three kernels on the caller's stream (Dlt lives in a cudaMallocAsync scratch freed on the stream):
-//   1. bwd_delta : Dlt = rowsum(dO * O), one warp per row.
+//   1. bwd_delta : {L log2e, Dlt = rowsum(dO * O)} per row, one warp per row (rows padded per head).
 //   2. bwd_dkdv  : CTA = 128 keys (two consumer warpgroups x 64) of one head. The producer warpgroup
 //                  loads K and V once and streams 64-query tiles of Q and dO (2-stage ring, TMA,
 //                  SWIZZLE_128B). Per tile each consumer issues
@@ -15,6 +15,9 @@
 //   3. bwd_dq    : CTA = 128 queries; streams 64-key tiles of K and V:
 //                    S = Q K^T, dP = dO V^T (m64n64k16), dQ += dS K (m64n128k16, A from registers).
 // No atomics: dK/dV and dQ are each owned by one CTA. setmaxnreg: producer 24, consumers 240.
+// Precision: dS enters the dK / dQ products as hi = bf16(dS); when some |dS| of a warpgroup's 64 x 64
+// tile reaches kDsSplitMin (a vote through bar.red.or), lo = bf16(dS - hi) is multiplied into the same
+// fp32 accumulator too, so the large dS entries of rows with few keys (first causal rows) keep 16 bits.
 // TVM-FFI ABI, destination-passing style; tensor maps encoded through the runtime's driver entry point.
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -44,6 +47,8 @@ constexpr int STAGE_BYTES = 2 * SMALL_TILE;
 constexpr int OFF_BAR = OFF_RING + STAGES * STAGE_BYTES;
 constexpr int SMEM_BYTES = OFF_BAR + (1 + 2 * STAGES) * 8 + 1024;
 constexpr float kLog2e = 1.4426950408889634f;
+__host__ __device__ constexpr int pad_rows(int S) { return (S + BIG - 1) / BIG * BIG; }  // scratch rows per head
+constexpr float kDsSplitMin = 0.5f;           // a warpgroup tile with some |dS| >= this also multiplies lo
 
 // ---------------------------------------------------------------- PTX wrappers
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -150,6 +155,24 @@ __device__ __forceinline__ void pack_a(const float (&x)[32], int kk, uint32_t (&
   a[3] = pack_bf16(x[8 * kk + 6], x[8 * kk + 7]);
 }
 
+// A fragment of k-step kk from the bf16 rounding residues x - bf16(x) (exact in fp32).
+__device__ __forceinline__ float bf16_residue(float x) { return x - __bfloat162float(__float2bfloat16_rn(x)); }
+__device__ __forceinline__ void pack_a_residue(const float (&x)[32], int kk, uint32_t (&a)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) a[i] = pack_bf16(bf16_residue(x[8 * kk + 2 * i]), bf16_residue(x[8 * kk + 2 * i + 1]));
+}
+
+// OR of `x` over the 128 threads of consumer warpgroup cw (named barrier 1 + cw; 0 is __syncthreads).
+// The redux.sync of the (already equal) lane values puts the vote in a uniform register, so ptxas
+// sees the branch around the lo wgmmas as non-divergent and does not serialize the kernel's wgmmas.
+__device__ __forceinline__ bool warpgroup_any(bool x, int cw) {
+  uint32_t r;
+  asm volatile(
+      "{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n bar.red.or.pred q, %2, 128, p;\n selp.u32 %0, 1, 0, q;\n}\n"
+      : "=r"(r) : "r"(static_cast<uint32_t>(x)), "r"(1 + cw) : "memory");
+  return __reduce_or_sync(0xffffffffu, r) != 0;
+}
+
 // Store a warpgroup's [64 x 128] fp32 accumulator (times mul) as bf16 rows row0 + (thread rows).
 __device__ __forceinline__ void store_acc(__nv_bfloat16* head, const float (&acc)[64], int row0, int S, float mul) {
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
@@ -168,11 +191,19 @@ __device__ __forceinline__ void store_acc(__nv_bfloat16* head, const float (&acc
 __device__ __forceinline__ uint32_t smem_base(uint8_t* raw) { return (smem_u32(raw) + 1023) & ~1023u; }
 
 // ---------------------------------------------------------------- 1. Dlt = rowsum(dO * O)
+// Writes {L log2e, Dlt} of row s of head bh to delta[bh * S_pad + s]; rows S <= s < S_pad get {+inf, 0}
+// (P = 0, dS = 0), so the backward kernels read it without bounds checks (fewer live registers).
 __global__ void bwd_delta(const __nv_bfloat16* __restrict__ O, const __nv_bfloat16* __restrict__ dO,
-                          float* __restrict__ delta, int64_t rows) {
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+                          const float* __restrict__ L, float2* __restrict__ delta, int S, int S_pad, int64_t bh_count) {
+  const int64_t pad_row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  if (row >= rows) return;
+  if (pad_row >= bh_count * S_pad) return;
+  const int s = static_cast<int>(pad_row % S_pad);
+  if (s >= S) {
+    if (lane == 0) delta[pad_row] = make_float2(INFINITY, 0.f);
+    return;
+  }
+  const int64_t row = pad_row / S_pad * S + s;
   const __nv_bfloat162* o2 = reinterpret_cast<const __nv_bfloat162*>(O + row * D) + lane * 2;
   const __nv_bfloat162* d2 = reinterpret_cast<const __nv_bfloat162*>(dO + row * D) + lane * 2;
   float acc = 0.f;
@@ -183,7 +214,7 @@ __global__ void bwd_delta(const __nv_bfloat16* __restrict__ O, const __nv_bfloat
   }
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-  if (lane == 0) delta[row] = acc;
+  if (lane == 0) delta[pad_row] = make_float2(L[row] * kLog2e, acc);
 }
 
 // Producer of both backward kernels: two fixed 128-row tiles, then `n` streamed pairs of 64-row tiles.
@@ -230,7 +261,7 @@ __device__ __forceinline__ void issue_abt(float (&acc)[32], uint32_t a_tile, uin
 __global__ void __launch_bounds__(kThreads, 1)
 bwd_dkdv(const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUtensorMap tm_v,
          const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_do,
-         const float* __restrict__ L, const float* __restrict__ delta, __nv_bfloat16* __restrict__ dK,
+         const float2* __restrict__ delta, __nv_bfloat16* __restrict__ dK,
          __nv_bfloat16* __restrict__ dV, int S, float scale) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const uint32_t base = smem_base(smem_raw);
@@ -251,8 +282,7 @@ bwd_dkdv(const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUten
   const int warp_key_max = k0 + cw * 64 + warp * 16 + 15;
   const float scale_log2 = scale * kLog2e;
   const uint32_t bar_full = base + OFF_BAR + 8, bar_empty = bar_full + 8 * STAGES;
-  const float* l_head = L + static_cast<int64_t>(bh) * S;
-  const float* d_head = delta + static_cast<int64_t>(bh) * S;
+  const float2* ld_head = delta + static_cast<int64_t>(bh) * pad_rows(S);  // {L log2e, Dlt} per query
 
   float dk[64], dv[64];
 #pragma unroll
@@ -277,25 +307,32 @@ bwd_dkdv(const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUten
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
       const int q = q0 + 8 * (i / 4) + 2 * (lane % 4) + (i & 1);
-      float p = q < S ? exp2f(pt[i] * scale_log2 - __ldg(l_head + q) * kLog2e) : 0.f;
+      float p = exp2f(pt[i] * scale_log2 - __ldg(ld_head + q).x);  // 0 past S
       if (need_mask && q < key_row[(i / 2) & 1]) p = 0.f;
       pt[i] = p;
     }
     wgmma_wait<0>();
     fence_acc(dpt);
-#pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      const int q = q0 + 8 * (i / 4) + 2 * (lane % 4) + (i & 1);
-      dpt[i] = pt[i] * (dpt[i] - (q < S ? __ldg(d_head + q) : 0.f));
-    }
-    // dV += P^T dO, dK += dS^T Q: 4 k-steps of 16 queries (16 rows x 128 B = 2048 B of each tile).
-    // All A fragments are packed before the fence, so no register feeding a wgmma changes after it.
-    uint32_t pa[SMALL / 16][4], sa[SMALL / 16][4];
+    // dS^T = P^T (dP^T - Dlt), packed per k-step of 16 queries as A fragments: P^T for dV, hi(dS^T) and
+    // lo(dS^T) for dK. All A fragments are packed before the fence (no register feeding a wgmma changes
+    // after it); lo is packed whether or not it is used, which keeps the register allocation spill-free.
+    uint32_t pa[SMALL / 16][4], sa[SMALL / 16][4], sl[SMALL / 16][4];
+    bool big = false;
 #pragma unroll
     for (int kk = 0; kk < SMALL / 16; ++kk) {
+#pragma unroll
+      for (int i = 8 * kk; i < 8 * kk + 8; ++i) {
+        const int q = q0 + 8 * (i / 4) + 2 * (lane % 4) + (i & 1);
+        dpt[i] = pt[i] * (dpt[i] - __ldg(ld_head + q).y);
+        big |= fabsf(dpt[i]) >= kDsSplitMin;
+      }
       pack_a(pt, kk, pa[kk]);
       pack_a(dpt, kk, sa[kk]);
+      pack_a_residue(dpt, kk, sl[kk]);
     }
+    const bool split = warpgroup_any(big, cw);
+    // dV += P^T dO, dK += dS^T Q (+ lo(dS)^T Q when split): 4 k-steps of 16 queries (16 rows x 128 B =
+    // 2048 B of each tile).
     fence_acc(dv);
     fence_acc(dk);
     wgmma_fence();
@@ -303,6 +340,10 @@ bwd_dkdv(const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUten
     for (int kk = 0; kk < SMALL / 16; ++kk) {
       wgmma_n128_rs(dv, pa[kk], desc_mnmajor(sdO + kk * 2048, SMALL_HALF));
       wgmma_n128_rs(dk, sa[kk], desc_mnmajor(sQ + kk * 2048, SMALL_HALF));
+    }
+    if (split) {
+#pragma unroll
+      for (int kk = 0; kk < SMALL / 16; ++kk) wgmma_n128_rs(dk, sl[kk], desc_mnmajor(sQ + kk * 2048, SMALL_HALF));
     }
     wgmma_commit();
     wgmma_wait<0>();
@@ -319,7 +360,7 @@ bwd_dkdv(const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUten
 __global__ void __launch_bounds__(kThreads, 1)
 bwd_dq(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_do,
        const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUtensorMap tm_v,
-       const float* __restrict__ L, const float* __restrict__ delta, __nv_bfloat16* __restrict__ dQ, int S,
+       const float2* __restrict__ delta, __nv_bfloat16* __restrict__ dQ, int S,
        float scale) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const uint32_t base = smem_base(smem_raw);
@@ -344,9 +385,9 @@ bwd_dq(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtenso
   float l2[2], dl[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const bool ok = q_row[r] < S;
-    l2[r] = ok ? L[static_cast<int64_t>(bh) * S + q_row[r]] * kLog2e : INFINITY;  // rows past S: P = 0
-    dl[r] = ok ? delta[static_cast<int64_t>(bh) * S + q_row[r]] : 0.f;
+    const float2 ld = delta[static_cast<int64_t>(bh) * pad_rows(S) + q_row[r]];
+    l2[r] = ld.x;  // rows past S: P = 0
+    dl[r] = ld.y;
   }
 
   float dq[64];
@@ -379,16 +420,28 @@ bwd_dq(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtenso
     }
     wgmma_wait<0>();
     fence_acc(ds);
+    bool big = false;
 #pragma unroll
-    for (int i = 0; i < 32; ++i) ds[i] = p[i] * (ds[i] - dl[(i / 2) & 1]);
-    // dQ += dS K: 4 k-steps of 16 keys (A fragments packed before the fence).
-    uint32_t sa[SMALL / 16][4];
+    for (int i = 0; i < 32; ++i) {
+      ds[i] = p[i] * (ds[i] - dl[(i / 2) & 1]);
+      big |= fabsf(ds[i]) >= kDsSplitMin;
+    }
+    const bool split = warpgroup_any(big, cw);
+    // dQ += dS K (+ lo(dS) K when split): 4 k-steps of 16 keys (A fragments packed before the fence).
+    uint32_t sa[SMALL / 16][4], sl[SMALL / 16][4];
 #pragma unroll
-    for (int kk = 0; kk < SMALL / 16; ++kk) pack_a(ds, kk, sa[kk]);
+    for (int kk = 0; kk < SMALL / 16; ++kk) {
+      pack_a(ds, kk, sa[kk]);
+      if (split) pack_a_residue(ds, kk, sl[kk]);
+    }
     fence_acc(dq);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < SMALL / 16; ++kk) wgmma_n128_rs(dq, sa[kk], desc_mnmajor(sK + kk * 2048, SMALL_HALF));
+    if (split) {
+#pragma unroll
+      for (int kk = 0; kk < SMALL / 16; ++kk) wgmma_n128_rs(dq, sl[kk], desc_mnmajor(sK + kk * 2048, SMALL_HALF));
+    }
     wgmma_commit();
     wgmma_wait<0>();
     fence_acc(dq);
@@ -447,7 +500,6 @@ void run(tvm::ffi::TensorView Q, tvm::ffi::TensorView K, tvm::ffi::TensorView V,
   const int B = static_cast<int>(Q.size(0)), H = static_cast<int>(Q.size(1)), S = static_cast<int>(Q.size(2));
   if (B * H * S == 0) return;
   const uint64_t bh = static_cast<uint64_t>(B) * H;
-  const int64_t rows = static_cast<int64_t>(bh) * S;
   const float scale = 1.f / sqrtf(static_cast<float>(D));
   cudaStream_t stream = static_cast<cudaStream_t>(TVMFFIEnvGetStream(Q.device().device_type, Q.device().device_id));
 
@@ -456,19 +508,21 @@ void run(tvm::ffi::TensorView Q, tvm::ffi::TensorView K, tvm::ffi::TensorView V,
   const CUtensorMap k_big = make_head_map(K.data_ptr(), bh, S, BIG), k_small = make_head_map(K.data_ptr(), bh, S, SMALL);
   const CUtensorMap v_big = make_head_map(V.data_ptr(), bh, S, BIG), v_small = make_head_map(V.data_ptr(), bh, S, SMALL);
 
-  float* delta = nullptr;
-  cudaError_t err = cudaMallocAsync(reinterpret_cast<void**>(&delta), rows * sizeof(float), stream);
+  const int64_t pad_rows_all = static_cast<int64_t>(bh) * pad_rows(S);
+  float2* delta = nullptr;  // {L log2e, Dlt} per (head, row), rows padded to pad_rows(S)
+  cudaError_t err = cudaMallocAsync(reinterpret_cast<void**>(&delta), pad_rows_all * sizeof(float2), stream);
   if (err != cudaSuccess) TVM_FFI_THROW(RuntimeError) << "cudaMallocAsync: " << cudaGetErrorString(err);
-  bwd_delta<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, stream>>>(ptr<const __nv_bfloat16>(O),
-                                                                        ptr<const __nv_bfloat16>(dO), delta, rows);
+  bwd_delta<<<static_cast<unsigned>((pad_rows_all + 7) / 8), 256, 0, stream>>>(
+      ptr<const __nv_bfloat16>(O), ptr<const __nv_bfloat16>(dO), ptr<const float>(L), delta, S, pad_rows(S),
+      static_cast<int64_t>(bh));
   for (auto fn : {reinterpret_cast<const void*>(bwd_dkdv), reinterpret_cast<const void*>(bwd_dq)}) {
     err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
     if (err != cudaSuccess) TVM_FFI_THROW(RuntimeError) << "cudaFuncSetAttribute: " << cudaGetErrorString(err);
   }
   const dim3 grid((S + BIG - 1) / BIG, static_cast<unsigned>(bh));
-  bwd_dkdv<<<grid, kThreads, SMEM_BYTES, stream>>>(k_big, v_big, q_small, do_small, ptr<const float>(L), delta,
+  bwd_dkdv<<<grid, kThreads, SMEM_BYTES, stream>>>(k_big, v_big, q_small, do_small, delta,
                                                    ptr<__nv_bfloat16>(dK), ptr<__nv_bfloat16>(dV), S, scale);
-  bwd_dq<<<grid, kThreads, SMEM_BYTES, stream>>>(q_big, do_big, k_small, v_small, ptr<const float>(L), delta,
+  bwd_dq<<<grid, kThreads, SMEM_BYTES, stream>>>(q_big, do_big, k_small, v_small, delta,
                                                  ptr<__nv_bfloat16>(dQ), S, scale);
   err = cudaGetLastError();
   cudaFreeAsync(delta, stream);

@@ -1,7 +1,8 @@
 """CPU replay of solutions/mha_bwd_d128*/wgmma_tma_ws.cu (dK/dV and dQ kernels) through the hardware model.
 
-Ported from the kernel: the TMA tiles of the fixed and streamed operands, issue_abt's descriptors, the
-masks and exponentials on accumulator registers, pack_a, the MN-major descriptors of dO/Q/K and
+Ported from the kernel: the padded {L log2e, Dlt} scratch of bwd_delta, the TMA tiles of the fixed and
+streamed operands, issue_abt's descriptors, the masks and exponentials on accumulator registers, pack_a,
+the warpgroup vote and pack_a_residue of the dS hi/lo split, the MN-major descriptors of dO/Q/K and
 store_acc. The hardware model supplies swizzling, descriptor reads and wgmma fragment layouts.
 """
 
@@ -41,6 +42,40 @@ def pack(x, kk):
     return a_regs_to_matrix(bf16(x[:, 8 * kk : 8 * kk + 8]))
 
 
+def pack_residue(x, kk):
+    """Port of pack_a_residue(): A fragment of x - bf16(x)."""
+    part = x[:, 8 * kk : 8 * kk + 8].astype(np.float32)
+    return a_regs_to_matrix(bf16(part - bf16(part)))
+
+
+def pad_rows(C, S):
+    return -(-S // C["BIG"]) * C["BIG"]
+
+
+def delta_scratch(C, out_fwd, dO, L):
+    """Port of bwd_delta: {L log2e, Dlt} per (head, row), rows S..pad_rows(S) filled with {+inf, 0}."""
+    BH, S, _ = dO.shape
+    ld = np.zeros((BH, pad_rows(C, S), 2), np.float32)
+    ld[:, :, 0] = np.inf
+    ld[:, :S, 0] = L.astype(np.float32) * np.float32(LOG2E)
+    ld[:, :S, 1] = (out_fwd.astype(np.float32) * dO.astype(np.float32)).sum(-1)
+    return ld
+
+
+def split_products(stats, ds, C, kk_operand):
+    """The dS hi/lo split of one warpgroup tile: hi always; lo when some |dS| reaches kDsSplitMin
+    (the bar.red.or vote over the warpgroup's 128 threads; stats["tau"] overrides the threshold).
+    Counts tiles and splits in stats; yields (A fragment, B operand) per k-step."""
+    split = bool(np.any(np.abs(ds) >= np.float32(stats.get("tau", C["kDsSplitMin"]))))
+    stats["tiles"] += 1
+    stats["split"] += split
+    for kk in range(C["SMALL"] // 16):
+        yield pack(ds, kk), kk_operand(kk)
+    if split:
+        for kk in range(C["SMALL"] // 16):
+            yield pack_residue(ds, kk), kk_operand(kk)
+
+
 def store_acc(out, acc, row0, mul):
     S = out.shape[0]
     for th in range(128):
@@ -59,14 +94,15 @@ def thread_cols(lane):
     return 8 * (i // 4) + 2 * (lane[:, None] % 4) + (i & 1), (i // 2) & 1
 
 
-def bwd_model(Q, K, V, out_fwd, dO, L, causal: bool, name: str):
+def bwd_model(Q, K, V, out_fwd, dO, L, causal: bool, name: str, stats: dict | None = None):
     C = kernel_constants(solution_path(name, "wgmma_tma_ws.cu"))
     assert C["kCausal"] == causal
+    stats = {"tiles": 0, "split": 0} if stats is None else stats
     BH, S, _ = Q.shape
     BIG, SMALL, ST = C["BIG"], C["SMALL"], C["STAGES"]
     scale = np.float32(1.0 / np.sqrt(128))
     scale_log2 = np.float32(scale * LOG2E)
-    delta = (out_fwd.astype(np.float32) * dO.astype(np.float32)).sum(-1)
+    ld = delta_scratch(C, out_fwd, dO, L)  # read without bounds checks: an index past the padding raises
     dQ, dK, dV = (np.full(Q.shape, np.nan, np.float32) for _ in range(3))
     t = np.arange(128)
     warp, lane = t // 32, t % 32
@@ -92,19 +128,21 @@ def bwd_model(Q, K, V, out_fwd, dO, L, causal: bool, name: str):
                     pt = issue_abt(smem, C, C["OFF_FIX0"], sQ, cw)
                     dpt = issue_abt(smem, C, C["OFF_FIX1"], sdO, cw)
                     q = q0 + col
-                    lq = np.where(q < S, L[bh, np.minimum(q, S - 1)], 0.0).astype(np.float32)
-                    p = np.where(q < S, np.exp2(pt * scale_log2 - lq * np.float32(LOG2E)), 0.0)
+                    p = np.exp2(pt * scale_log2 - ld[bh, q, 0]).astype(np.float32)  # 0 past S
                     need_mask = causal & (q0 < warp_key_max)
                     p = np.where(
                         need_mask[:, None] & (q < np.take_along_axis(key_row, rsel.repeat(128, 0), 1)), 0.0, p
                     )
-                    dq_ = np.where(q < S, delta[bh, np.minimum(q, S - 1)], 0.0)
-                    ds = p * (dpt - dq_)
+                    ds = (p * (dpt - ld[bh, q, 1])).astype(np.float32)
                     for kk in range(SMALL // 16):
                         b_do = read_operand(smem, desc_mnmajor(sdO + kk * 2048, C["SMALL_HALF"]), 128, False)
-                        b_q = read_operand(smem, desc_mnmajor(sQ + kk * 2048, C["SMALL_HALF"]), 128, False)
                         dv = wgmma(dv, pack(p, kk), b_do, True)
-                        dk = wgmma(dk, pack(ds, kk), b_q, True)
+
+                    def b_q(kk, sQ=sQ, smem=smem):
+                        return read_operand(smem, desc_mnmajor(sQ + kk * 2048, C["SMALL_HALF"]), 128, False)
+
+                    for a, b in split_products(stats, ds, C, b_q):
+                        dk = wgmma(dk, a, b, True)
                 store_acc(dK[bh], dk, k0 + cw * 64, scale)
                 store_acc(dV[bh], dv, k0 + cw * 64, 1.0)
         grid_x = -(-S // BIG)
@@ -117,9 +155,8 @@ def bwd_model(Q, K, V, out_fwd, dO, L, causal: bool, name: str):
             for cw in range(2):
                 q_row = np.stack([q0 + cw * 64 + warp * 16 + lane // 4 + 8 * r for r in range(2)], 1)
                 warp_q_min = q0 + cw * 64 + warp * 16
-                ok = q_row < S
-                l2 = np.where(ok, L[bh, np.minimum(q_row, S - 1)] * np.float32(LOG2E), np.inf)
-                dl = np.where(ok, delta[bh, np.minimum(q_row, S - 1)], 0.0)
+                l2 = ld[bh, q_row, 0]  # rows past S: P = 0
+                dl = ld[bh, q_row, 1]
                 l2_i = np.take_along_axis(l2, rsel.repeat(128, 0), 1)
                 dl_i = np.take_along_axis(dl, rsel.repeat(128, 0), 1)
                 qr_i = np.take_along_axis(q_row, rsel.repeat(128, 0), 1)
@@ -134,10 +171,13 @@ def bwd_model(Q, K, V, out_fwd, dO, L, causal: bool, name: str):
                     need_mask = (n0 + SMALL > S) | (causal & (n0 + SMALL - 1 > warp_q_min))
                     key = n0 + col
                     p = np.where(need_mask[:, None] & ((key >= S) | (causal & (key > qr_i))), 0.0, p)
-                    ds = p * (issue_abt(smem, C, C["OFF_FIX1"], sV, cw) - dl_i)
-                    for kk in range(SMALL // 16):
-                        b_k = read_operand(smem, desc_mnmajor(sK + kk * 2048, C["SMALL_HALF"]), 128, False)
-                        dq = wgmma(dq, pack(ds, kk), b_k, True)
+                    ds = (p * (issue_abt(smem, C, C["OFF_FIX1"], sV, cw) - dl_i)).astype(np.float32)
+
+                    def b_k(kk, sK=sK, smem=smem):
+                        return read_operand(smem, desc_mnmajor(sK + kk * 2048, C["SMALL_HALF"]), 128, False)
+
+                    for a, b in split_products(stats, ds, C, b_k):
+                        dq = wgmma(dq, a, b, True)
                 store_acc(dQ[bh], dq, q0 + cw * 64, scale)
     return dQ, dK, dV
 
@@ -151,12 +191,21 @@ def test_wgmma_backward_model_matches_reference(S, causal):
     Q, K, V, dO = (bf16(rng.standard_normal((1, S, 128)).astype(np.float32)) for _ in range(4))
     fwd_out, L = attention_fwd(Q, K, V, causal)
     fwd_out, L = bf16(fwd_out.astype(np.float32)), L.astype(np.float32)
-    got = bwd_model(Q, K, V, fwd_out, dO, L, causal, name)
+    stats = {"tiles": 0, "split": 0}
+    got = bwd_model(Q, K, V, fwd_out, dO, L, causal, name, stats)
     want = attention_bwd(Q, K, V, fwd_out, dO, L, causal)
     for label, g, w in zip(("dQ", "dK", "dV"), got, want, strict=True):
         assert not np.isnan(g).any(), f"{label} not fully written"
         assert ptxbench_mismatch(bf16(g), w) == 0, label
         assert np.max(np.abs(g - w)) < 0.05 * np.max(np.abs(w)) + 1e-3, label
+    assert stats["split"] > 0, "the lo product must run"  # large dS near the start of the sequence
+    if causal:  # and both paths in the causal cases (rows with many keys have small dS)
+        assert stats["split"] < stats["tiles"], stats
+    # The lo products are what makes dQ and dK precise: without them (dS rounded once to bf16, the
+    # kernels before the fix) the error is several times larger.
+    old = bwd_model(Q, K, V, fwd_out, dO, L, causal, name, {"tiles": 0, "split": 0, "tau": np.inf})
+    for label, g, o, w in zip(("dQ", "dK"), got[:2], old[:2], want[:2], strict=True):
+        assert np.max(np.abs(o - w)) > 3 * np.max(np.abs(g - w)), label
 
 
 @pytest.mark.parametrize("n", [1, 2, 5])

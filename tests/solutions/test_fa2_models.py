@@ -1,7 +1,8 @@
 """CPU replays of the mma.sync attention kernels (fa2_mma.cu, forward and backward) at small sizes.
 
 The ports keep the kernels' shared-memory swizzle, ldmatrix lane addresses, fragment packing, masks,
-online softmax and store formulas; hw_model supplies ldmatrix and mma.m16n8k16 semantics.
+online softmax, the backward's dS hi/lo split (gemm_ds_b) and store formulas; hw_model supplies
+ldmatrix and mma.m16n8k16 semantics.
 """
 
 from __future__ import annotations
@@ -148,9 +149,23 @@ def test_fa2_forward_model_matches_reference(S, causal):
 # ----------------------------------------------------------------------------- backward
 
 
-def bwd_model(Q, K, V, out, dO, L, causal: bool, name: str):
+def gemm_ds_b(smem, acc, ds, b_tile, C, stats):
+    """Port of gemm_ds_b(): acc += bf16(dS) B, and, when some |dS| of the warp's tile reaches
+    kDsSplitMin (__any_sync; stats["tau"] overrides it), acc += bf16(dS - bf16(dS)) B."""
+    split = bool(np.any(np.abs(ds) >= np.float32(stats.get("tau", C["kDsSplitMin"]))))
+    stats["tiles"] += 1
+    stats["split"] += split
+    acc = gemm_pb(smem, acc, ds, b_tile)
+    if split:
+        ds = ds.astype(np.float32)
+        acc = gemm_pb(smem, acc, ds - bf16(ds), b_tile)  # to_bf16_residue, then the same product
+    return acc
+
+
+def bwd_model(Q, K, V, out, dO, L, causal: bool, name: str, stats: dict | None = None):
     C = kernel_constants(solution_path(name, "fa2_mma.cu"))
     assert C["kCausal"] == causal
+    stats = {"tiles": 0, "split": 0} if stats is None else stats
     BH, S, _ = Q.shape
     BT, TILE = C["BT"], C["TILE"]
     scale = 1.0 / np.sqrt(128)
@@ -191,7 +206,7 @@ def bwd_model(Q, K, V, out, dO, L, causal: bool, name: str):
                     for n in range(8):
                         for e in range(4):
                             dst[:, n, e] = pt[:, n, e] * (dst[:, n, e] - dl_t[n * 8 + 2 * t + (e & 1)])
-                    acc[warp][0] = gemm_pb(smem, acc[warp][0], dst, sQ)
+                    acc[warp][0] = gemm_ds_b(smem, acc[warp][0], dst, sQ, C, stats)
             for warp in range(C["kWarps"]):
                 store_rows(dK[bh], acc[warp][0], k0 + warp * 16, scale)
                 store_rows(dV[bh], acc[warp][1], k0 + warp * 16, 1.0)
@@ -224,7 +239,7 @@ def bwd_model(Q, K, V, out, dO, L, causal: bool, name: str):
                     for n in range(8):
                         for e in range(4):
                             ds[:, n, e] = p[:, n, e] * (ds[:, n, e] - dl[e >> 1])
-                    dq = gemm_pb(smem, dq, ds, sK)
+                    dq = gemm_ds_b(smem, dq, ds, sK, C, stats)
                 store_rows(dQ[bh], dq, q0 + warp * 16, scale)
     return dQ, dK, dV
 
@@ -238,9 +253,16 @@ def test_fa2_backward_model_matches_reference(causal):
     Q, K, V, dO = (bf16(rng.standard_normal((1, S, 128)).astype(np.float32)) for _ in range(4))
     fwd_out, L = attention_fwd(Q, K, V, causal)
     fwd_out, L = bf16(fwd_out.astype(np.float32)), L.astype(np.float32)
-    got = bwd_model(Q, K, V, fwd_out, dO, L, causal, name)
+    stats = {"tiles": 0, "split": 0}
+    got = bwd_model(Q, K, V, fwd_out, dO, L, causal, name, stats)
     want = attention_bwd(Q, K, V, fwd_out, dO, L, causal)
     for name_, g_, w_ in zip(("dQ", "dK", "dV"), got, want, strict=True):
         assert not np.isnan(g_).any(), f"{name_} not fully written"
         assert ptxbench_mismatch(bf16(g_), w_) == 0, name_
         assert np.max(np.abs(g_ - w_)) < 0.05 * np.max(np.abs(w_)) + 1e-3, name_
+    assert 0 < stats["split"] < stats["tiles"], f"both dS paths must run: {stats}"
+    # Without the lo products (dS rounded once to bf16, the kernel before the fix) dQ and dK are
+    # several times less precise.
+    old = bwd_model(Q, K, V, fwd_out, dO, L, causal, name, {"tiles": 0, "split": 0, "tau": np.inf})
+    for name_, g_, o_, w_ in zip(("dQ", "dK"), got[:2], old[:2], want[:2], strict=True):
+        assert np.max(np.abs(o_ - w_)) > 3 * np.max(np.abs(g_ - w_)), name_
