@@ -341,7 +341,8 @@ bwd_dkdv(const __grid_constant__ CUtensorMap tm_k, const __grid_constant__ CUten
       wgmma_n128_rs(dv, pa[kk], desc_mnmajor(sdO + kk * 2048, SMALL_HALF));
       wgmma_n128_rs(dk, sa[kk], desc_mnmajor(sQ + kk * 2048, SMALL_HALF));
     }
-    if (split) {
+    if (split) {  // warpgroup-uniform (warpgroup_any); the fence opens the branch's wgmmas
+      wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < SMALL / 16; ++kk) wgmma_n128_rs(dk, sl[kk], desc_mnmajor(sQ + kk * 2048, SMALL_HALF));
     }
@@ -438,7 +439,8 @@ bwd_dq(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtenso
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < SMALL / 16; ++kk) wgmma_n128_rs(dq, sa[kk], desc_mnmajor(sK + kk * 2048, SMALL_HALF));
-    if (split) {
+    if (split) {  // warpgroup-uniform (warpgroup_any); the fence opens the branch's wgmmas
+      wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < SMALL / 16; ++kk) wgmma_n128_rs(dq, sl[kk], desc_mnmajor(sK + kk * 2048, SMALL_HALF));
     }
