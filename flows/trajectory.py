@@ -14,7 +14,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
 from ptxcore.agent import CallContext, LLMReply, MiniPTXAgent, PriorTurn, TrajectoryPlan, TurnEvaluation
-from ptxcore.agent.evaluation import compile_verdict, fold_evaluation
+from ptxcore.agent.evaluation import compile_verdict, fold_evaluation, language_verdict
 from ptxcore.agent.records import now_iso, turn_record
 from ptxcore.agent.types import LLMClient, TurnOutcome
 from ptxcore.schema import StopReason, TrajectoryRecord
@@ -62,6 +62,9 @@ class TaskEvaluator:
 
     def evaluate(self, source: str, context: CallContext) -> TurnEvaluation:
         label = turn_label(self.plan, context.turn)
+        unjudged = language_verdict(self.plan.language)
+        if unjudged is not None:
+            return unjudged
         compiled = compile_kernel(source, self.plan.arch, label=label)
         early = compile_verdict(compiled.result, compiled.sass)
         if early is not None:

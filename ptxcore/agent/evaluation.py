@@ -12,7 +12,10 @@ from ptxcore.schema import (
     TargetInstruction,
 )
 
-from .types import TurnEvaluation
+from .types import SolutionLanguage, TurnEvaluation
+
+JUDGED_LANGUAGES = frozenset({SolutionLanguage.CUDA})
+"""Languages the compile stage and the GPU judge can build. Triton solutions are not judged yet."""
 
 _COMPILE_VERDICT = {
     CompileStatus.COMPILE_ERROR: EvaluationStatus.COMPILE_ERROR,
@@ -26,6 +29,14 @@ def compile_verdict(compile: CompileResult, sass: SassReport | None = None) -> T
     if status is None:
         return None
     return TurnEvaluation(status=status, compile=compile, sass=sass)
+
+
+def language_verdict(language: SolutionLanguage) -> TurnEvaluation | None:
+    """NOT_EVALUATED for a language the judge cannot build (never a COMPILE_ERROR charged to the model);
+    None when the kernel should go through compile and judge."""
+    if language in JUDGED_LANGUAGES:
+        return None
+    return TurnEvaluation(status=EvaluationStatus.NOT_EVALUATED)
 
 
 def static_target(sass: SassReport | None) -> TargetInstruction:

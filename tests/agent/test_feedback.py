@@ -93,3 +93,14 @@ def test_runtime_log_is_trimmed_and_seeds_are_hidden():
     assert "20261129" not in text and "seed=<hidden>" in text
     assert "more characters trimmed" in text and len(text) < 6000
     assert trim("Seed: 42 and SEED 7") == "Seed=<hidden> and SEED=<hidden>"
+
+
+def test_triton_turns_are_not_evaluated_rather_than_compile_errors():
+    from ptxcore.agent.evaluation import language_verdict
+    from ptxcore.agent.types import SolutionLanguage
+    from ptxcore.schema import EvaluationStatus
+
+    assert language_verdict(SolutionLanguage.CUDA) is None
+    verdict = language_verdict(SolutionLanguage.TRITON)
+    assert verdict is not None and verdict.status is EvaluationStatus.NOT_EVALUATED
+    assert verdict.compile is None and verdict.speedup is None
