@@ -78,15 +78,25 @@ def _cell(by_k: dict[int, TurnMetrics], ks: Sequence[int], speed: bool) -> str:
                        [fmt_rate(by_k[k].turn_correct_rate) for k in ks])
 
 
+_GPU_VERDICTS = frozenset({
+    EvaluationStatus.PASSED, EvaluationStatus.INCORRECT_SHAPE, EvaluationStatus.INCORRECT_NUMERICAL,
+    EvaluationStatus.INCORRECT_DTYPE, EvaluationStatus.RUNTIME_ERROR, EvaluationStatus.TIMEOUT,
+    EvaluationStatus.REWARD_HACK,
+})
+"""Verdicts only a GPU judge gives: a group with none of them had no chance to be correct or fast."""
+
+
 def unjudged_groups(outcomes: Iterable[TurnOutcome]) -> Unjudged:
-    """Groups whose every turn is NOT_EVALUATED or INFRA_ERROR (their zeros would mean nothing)."""
-    judged, seen = set(), set()
+    """Groups with turns left unjudged (NOT_EVALUATED / INFRA_ERROR) and no GPU verdict at all: their
+    zeros would mean nothing (CPU-only verdicts such as COMPILE_ERROR cannot make a group judged)."""
+    gpu_judged, unjudged_turns = set(), set()
     for o in outcomes:
         key = (o.model, o.arch, o.definition)
-        seen.add(key)
-        if o.status not in (EvaluationStatus.NOT_EVALUATED, EvaluationStatus.INFRA_ERROR):
-            judged.add(key)
-    return frozenset(seen - judged)
+        if o.status in _GPU_VERDICTS:
+            gpu_judged.add(key)
+        elif o.status in (EvaluationStatus.NOT_EVALUATED, EvaluationStatus.INFRA_ERROR):
+            unjudged_turns.add(key)
+    return frozenset(unjudged_turns - gpu_judged)
 
 
 def _layout(metrics: Sequence[TurnMetrics], ks: Sequence[int], speed: bool, title: str, key: str,

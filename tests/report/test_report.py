@@ -87,3 +87,23 @@ def test_render_escapes():
     assert "h\\|1" in to_markdown(doc)
     html = to_html(doc)
     assert "&lt;td&gt;" in html and "<title>a&lt;b</title>" in html
+
+
+def test_groups_with_only_cpu_verdicts_and_unjudged_turns_read_not_evaluated():
+    from ptxcore.metrics.turns import TurnOutcome
+    from ptxcore.report.tables import unjudged_groups
+
+    def outcome(definition: str, turn: int, status: EvaluationStatus) -> TurnOutcome:
+        return TurnOutcome(run="r", model="m", arch="hopper", definition=definition, prompt_variant="v",
+                           trajectory_id="t", turn=turn, status=status,
+                           target_instruction=TargetInstruction.UNKNOWN, speedup=None, reasoning_tokens=0,
+                           max_turns=8)
+
+    S = EvaluationStatus
+    rows = [
+        outcome("cpu_and_unjudged", 0, S.COMPILE_ERROR), outcome("cpu_and_unjudged", 1, S.NOT_EVALUATED),
+        outcome("all_compile_errors", 0, S.COMPILE_ERROR), outcome("all_compile_errors", 1, S.EXTRACTION_ERROR),
+        outcome("gpu_and_unjudged", 0, S.INCORRECT_NUMERICAL), outcome("gpu_and_unjudged", 1, S.NOT_EVALUATED),
+        outcome("infra_only", 0, S.INFRA_ERROR),
+    ]
+    assert unjudged_groups(rows) == {("m", "hopper", "cpu_and_unjudged"), ("m", "hopper", "infra_only")}
