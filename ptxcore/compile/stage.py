@@ -9,9 +9,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ptxcore.schema import CompileResult, CompileStatus, SassReport
 from ptxcore.sass import inspect_binary
 from ptxcore.sass.verdict import device_code_sha256
+from ptxcore.schema import CompileResult, CompileStatus, SassReport
 
 from .cache import ARTIFACT_FILE, CompileCache, cache_key
 from .forbidden import find_forbidden

@@ -24,7 +24,7 @@ from .records import (
     TargetInstructionEvidence,
     TurnRecord,
 )
-from .solution import BuildSpec, SourceFile, Solution
+from .solution import BuildSpec, Solution, SourceFile
 from .trace import Correctness, Environment, Evaluation, Performance, Trace
 from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
 
