@@ -31,9 +31,8 @@ from ptxcore.agent import (
     load_campaign,
     plan_campaign,
 )
-from ptxcore.agent.campaign import config_sha256
 from ptxcore.agent.records import now_iso
-from ptxcore.schema import CampaignRecord, StopReason, TrajectoryRecord, TurnRecord
+from ptxcore.schema import CampaignRecord, StopReason, TrajectoryRecord, TurnRecord, text_sha256
 from tasks.judge import JudgeBackend, NoGpuJudge, select_judge
 
 from .artifacts import ProgressArtifact, publish_headline, publish_progress
@@ -102,14 +101,14 @@ def _open_campaign(config: CampaignConfig, text: str, wh, tracker: MlflowTracker
     from importlib.metadata import PackageNotFoundError, version
 
     earlier = wh.campaign(config.id)
-    if earlier is not None and earlier.config_sha256 != config_sha256(text):
+    if earlier is not None and earlier.config_sha256 != text_sha256(text):
         log.warning("campaign %s: the campaign file changed since it was first run; resuming anyway", config.id)
     try:
         pkg_version = version("ptxbench")
     except PackageNotFoundError:
         pkg_version = ""
     wh.upsert_campaign(CampaignRecord(
-        campaign_id=config.id, name=config.name, config_yaml=text, config_sha256=config_sha256(text),
+        campaign_id=config.id, name=config.name, config_yaml=text, config_sha256=text_sha256(text),
         created_at=earlier.created_at if earlier else now_iso(), ptxbench_version=pkg_version,
         git_commit=_git_commit(),
     ))

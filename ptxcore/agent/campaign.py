@@ -7,7 +7,6 @@ campaigns/paper.yaml as examples).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -208,9 +207,5 @@ def load_campaign(path: Path | str) -> tuple[CampaignConfig, str]:
     return parse_campaign(text, where=str(path)), text
 
 
-def config_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-__all__ = ["CampaignConfig", "CampaignConfigError", "ConcurrencySpec", "ModelSpec", "config_sha256",
+__all__ = ["CampaignConfig", "CampaignConfigError", "ConcurrencySpec", "ModelSpec",
            "load_campaign", "load_yaml_model", "parse_campaign"]

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
 
-from ptxcore.schema import CompileStatus, EvaluationStatus, TargetInstruction, TurnRecord
+from ptxcore.schema import CompileStatus, EvaluationStatus, TargetInstruction, TurnRecord, text_sha256
 
 from .plan import TrajectoryPlan
 from .types import TurnOutcome
@@ -13,10 +12,6 @@ from .types import TurnOutcome
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def kernel_sha256(code: str) -> str:
-    return hashlib.sha256(code.encode()).hexdigest()
 
 
 def turn_record(plan: TrajectoryPlan, outcome: TurnOutcome, prompt_sha256: str) -> TurnRecord:
@@ -27,7 +22,7 @@ def turn_record(plan: TrajectoryPlan, outcome: TurnOutcome, prompt_sha256: str) 
         campaign_id=plan.campaign_id, trajectory_id=plan.trajectory_id, turn=outcome.turn,
         model=plan.model.model, arch=plan.arch, gpu=ev.gpu, prompt_variant=plan.prompt_variant,
         problem=plan.problem, prompt_sha256=prompt_sha256,
-        kernel_sha256=kernel_sha256(code) if code is not None else None, kernel_text=code,
+        kernel_sha256=text_sha256(code) if code is not None else None, kernel_text=code,
         response_text=outcome.reply.text, reasoning_text=outcome.reply.reasoning, usage=outcome.reply.usage,
         status=ev.status, target_instruction=ev.target_instruction, speedup=ev.speedup,
         feedback=outcome.feedback, compile=ev.compile, judge=ev.judge, environment=ev.environment,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import shutil
 import time
@@ -11,7 +10,7 @@ from pathlib import Path
 
 from ptxcore.sass import inspect_binary
 from ptxcore.sass.verdict import device_code_sha256
-from ptxcore.schema import CompileResult, CompileStatus, SassReport
+from ptxcore.schema import CompileResult, CompileStatus, SassReport, text_sha256
 
 from .cache import ARTIFACT_FILE, CompileCache, cache_key
 from .forbidden import find_forbidden
@@ -33,7 +32,8 @@ class CompiledCandidate:
 
 
 def source_sha256(source: str) -> str:
-    return hashlib.sha256(source.encode()).hexdigest()
+    """Identity of a candidate source (the project-wide text hash)."""
+    return text_sha256(source)
 
 
 def _abi_version() -> str:

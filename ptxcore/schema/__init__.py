@@ -12,6 +12,7 @@ from .enums import (
     StaticTarget,
     TargetInstruction,
 )
+from .hashing import text_sha256
 from .records import (
     CompileResult,
     EnvironmentInfo,
@@ -29,7 +30,7 @@ from .trace import Correctness, Environment, Evaluation, Performance, Trace
 from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
 
 __all__ = [
-    "SCHEMA_VERSION", "FrozenModel", "CampaignRecord", "StopReason", "TrajectoryRecord", "AxisConst", "AxisVar", "Definition", "TensorSpec",
+    "SCHEMA_VERSION", "FrozenModel", "text_sha256", "CampaignRecord", "StopReason", "TrajectoryRecord", "AxisConst", "AxisVar", "Definition", "TensorSpec",
     "Binding", "CompileStatus", "DType", "EvaluationStatus", "Language", "StaticTarget",
     "TargetInstruction", "CompileResult", "EnvironmentInfo", "JudgeResult", "KernelResources",
     "LLMUsage", "PtxasResources", "SanitizerSummary", "SassReport", "TargetInstructionEvidence",

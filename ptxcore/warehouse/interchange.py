@@ -15,7 +15,6 @@ under workloads/ and traces/, at any depth; every line is validated and an error
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections import defaultdict
@@ -35,6 +34,7 @@ from ptxcore.schema import (
     SourceFile,
     Trace,
     TurnRecord,
+    text_sha256,
 )
 
 from .store import Warehouse, WarehouseError
@@ -52,7 +52,7 @@ def slug(text: str) -> str:
 
 def solution_of(rec: TurnRecord) -> Solution:
     author = slug(rec.model)
-    key = hashlib.sha256((rec.kernel_text or "").encode()).hexdigest()
+    key = text_sha256(rec.kernel_text or "")
     hardware = rec.gpu or rec.arch
     return Solution(
         name=f"{author}_{key[:12]}", definition=rec.problem, author=rec.model,
@@ -155,7 +155,7 @@ def _validate(model, text: str, where: str):
 
 def _trace_row(tr: Trace, line: str) -> dict:
     ev, perf = tr.evaluation, tr.evaluation.performance if tr.evaluation else None
-    return {"trace_sha256": hashlib.sha256(line.encode()).hexdigest(), "definition": tr.definition,
+    return {"trace_sha256": text_sha256(line), "definition": tr.definition,
             "workload_uuid": tr.workload.uuid, "solution": tr.solution,
             "status": ev.status.value if ev else None, "hardware": ev.environment.hardware if ev else None,
             "latency_ms": perf.latency_ms if perf else None,

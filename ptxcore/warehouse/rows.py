@@ -7,7 +7,6 @@ A TurnRecord is spread over `turns` (flat fields), `kernels` (text once per sha2
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -19,17 +18,14 @@ from ptxcore.schema import (
     LLMUsage,
     TrajectoryRecord,
     TurnRecord,
+    text_sha256,
 )
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def environment_row(env: EnvironmentInfo) -> dict[str, Any]:
     raw = env.model_dump_json()
     return {
-        "sha256": sha256_text(raw), "gpu_name": env.gpu_name, "driver_version": env.driver_version,
+        "sha256": text_sha256(raw), "gpu_name": env.gpu_name, "driver_version": env.driver_version,
         "cuda_toolkit": env.cuda_toolkit, "torch_version": env.torch_version, "raw_json": raw,
     }
 
@@ -49,7 +45,7 @@ def turn_row(rec: TurnRecord, environment_sha256: str) -> dict[str, Any]:
         "campaign_id": rec.campaign_id, "trajectory_id": rec.trajectory_id, "turn": rec.turn,
         "model": rec.model, "arch": rec.arch, "gpu": rec.gpu, "prompt_variant": rec.prompt_variant,
         "problem": rec.problem, "prompt_sha256": rec.prompt_sha256, "kernel_sha256": rec.kernel_sha256,
-        "kernel_key": sha256_text(rec.kernel_text) if rec.kernel_text is not None else None,
+        "kernel_key": text_sha256(rec.kernel_text) if rec.kernel_text is not None else None,
         "response_text": rec.response_text, "reasoning_text": rec.reasoning_text,
         "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
         "reasoning_tokens": u.reasoning_tokens, "cached_tokens": u.cached_tokens,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from ptxcore.agent import (
     LLMReply,
     TurnOutcome,
@@ -11,7 +13,7 @@ from ptxcore.agent import (
     plan_campaign,
 )
 from ptxcore.agent.extraction import extract_kernel
-from ptxcore.agent.records import kernel_sha256, step_metrics, turn_record
+from ptxcore.agent.records import step_metrics, turn_record
 from ptxcore.agent.types import TurnEvaluation
 from ptxcore.schema import EvaluationStatus, LLMUsage, TargetInstruction, TrajectoryRecord
 
@@ -29,7 +31,7 @@ def outcome(turn: int, text: str, ev: TurnEvaluation) -> TurnOutcome:
 
 def test_turn_record_carries_key_kernel_hash_and_verdict():
     rec = turn_record(PLAN, outcome(1, "```cpp\nint a;\n```", passed(1.4)), "f" * 64)
-    assert rec.key == ("t", PLAN.trajectory_id, 1) and rec.kernel_sha256 == kernel_sha256("int a;\n")
+    assert rec.key == ("t", PLAN.trajectory_id, 1) and rec.kernel_sha256 == hashlib.sha256(b"int a;\n").hexdigest()
     assert rec.status is EvaluationStatus.PASSED and rec.speedup == 1.4 and rec.gpu == "Fake"
     assert rec.feedback == "fb 1" and rec.prompt_sha256 == "f" * 64 and rec.model == "replay/scripted"
     none = turn_record(PLAN, outcome(0, "no code", TurnEvaluation(status=EvaluationStatus.EXTRACTION_ERROR)), "")

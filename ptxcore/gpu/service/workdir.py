@@ -3,21 +3,17 @@ indices, never from request fields, and every derived path is checked to stay in
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
+
+from ptxcore.schema import text_sha256
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 class WorkDirError(ValueError):
     """A derived path would leave the work directory, or a key is malformed."""
-
-
-def sha256_text(text: str) -> str:
-    """Content identity of a candidate."""
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class WorkDir:
@@ -47,7 +43,7 @@ class WorkDir:
 
     def write_source(self, text: str) -> str:
         """Store a candidate by content hash (idempotent, atomic); returns the hash."""
-        sha = sha256_text(text)
+        sha = text_sha256(text)
         path = self.source_path(sha)
         if not path.exists():
             path.parent.mkdir(exist_ok=True)
