@@ -107,12 +107,16 @@ def sweep(url: str, mix, args, gpus: list[int]) -> list[dict]:
     cycle = args.llm_latency_s + s
     points_n = [int(x) for x in args.concurrency.split(",")]
     if not args.window_s:  # real: four cycles per point, shrunk to fit the time budget (a device call's 10 min)
-        args.window_s = 20.0 if args.fake else min(max(60.0, 4 * cycle), args.budget_s / len(points_n) - cycle)
+        drain_s = sum(n * s / len(gpus) for n in points_n)  # worst case: every trajectory queued at the end
+        args.window_s = 20.0 if args.fake else min(max(60.0, 4 * cycle),
+                                                   (args.budget_s - drain_s) / len(points_n) - cycle)
         if args.window_s < 2.5 * cycle:
             print(f"# warning: window {args.window_s:.0f} s is short for cycles of {cycle:.0f} s; "
                   "use fewer --concurrency points or a larger --budget-s", flush=True)
     args.warmup_s = min(2 * cycle, args.window_s / 3) if args.warmup_s is None else args.warmup_s
-    minutes = len(points_n) * (args.window_s + s + args.llm_latency_s) / 60
+    # after each window the turns still in flight finish (uncounted): up to N queued evaluations
+    drain = sum(min(n, n * s / (args.llm_latency_s + s) + len(gpus)) * s / len(gpus) for n in points_n)
+    minutes = (len(points_n) * (args.window_s + s + args.llm_latency_s) + drain) / 60
     print(f"# {len(points_n)} points x {args.window_s:.0f} s: about {minutes:.1f} min", flush=True)
     print(f"# GPUs {gpus}; S (calibrated) {s:.3f} s; LLM latency mean {args.llm_latency_s:.2f} s "
           f"(log-normal sigma {args.llm_sigma}); window {args.window_s:.0f} s, warm-up {args.warmup_s:.1f} s",
@@ -163,9 +167,10 @@ def main() -> int:
     print(table(["N", "turns", "turns/s", "LLM-bound", "GPU-bound", "bound", "of bound", "mean S_s", "mean queue_s"],
                 [[p["n"], p["counted"], p["turns_per_s"], p["llm_bound"], p["gpu_bound"], p["bound"],
                   f"{100 * p['of_bound']:.0f}%", p["mean_service_s"], p["mean_queue_s"]] for p in points]))
-    if len(points) > 1 and points[0]["turns_per_s"] > 0:
-        print(f"throughput N={points[-1]['n']} / N={points[0]['n']}: "
-              f"{points[-1]['turns_per_s'] / points[0]['turns_per_s']:.2f}x (paper: 2.78x from 4 to 48)")
+    lo, hi = min(points, key=lambda p: p["n"]), max(points, key=lambda p: p["n"])
+    if len(points) > 1 and lo["turns_per_s"] > 0:
+        print(f"throughput N={hi['n']} / N={lo['n']}: {hi['turns_per_s'] / lo['turns_per_s']:.2f}x "
+              "(paper: 2.78x from 4 to 48)")
     write_json(args.out, {"fake": args.fake, "gpus": gpus, "llm_latency_s": args.llm_latency_s,
                           "window_s": args.window_s, "points": points})
     return 0

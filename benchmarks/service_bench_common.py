@@ -26,13 +26,22 @@ PRIMARY = ["gemm_n7168_k5120", "mha_with_lse_d128", "mha_with_lse_d128_causal", 
 
 
 def candidate_mix(paths: list[str] | None, per_problem: int) -> list[tuple[str, str, str]]:
-    """(problem, label, source): given files (problem = parent folder name), else up to `per_problem`
-    kernels of solutions/<problem>/ for each primary problem."""
-    files = [Path(p) for p in paths] if paths else [
-        f for prob in PRIMARY for f in sorted((REPO / "solutions" / prob).glob("*.cu"))[:per_problem]]
+    """(problem, label, source): given files, `FILE` (problem = parent folder name) or `FILE@problem`, else up
+    to `per_problem` kernels of solutions/<problem>/ for each primary problem."""
+    if not paths:
+        files = [(f, f.parent.name) for prob in PRIMARY
+                 for f in sorted((REPO / "solutions" / prob).glob("*.cu"))[:per_problem]]
+    else:
+        files = []
+        for spec in paths:
+            name, _, problem = spec.partition("@")
+            files.append((Path(name), problem or Path(name).parent.name))
     if not files:
         raise SystemExit("no candidate kernels found (pass --candidates)")
-    return [(f.parent.name, f"{f.parent.name}/{f.name}", f.read_text()) for f in files]
+    missing = [str(f) for f, _ in files if not f.is_file()]
+    if missing:
+        raise SystemExit(f"candidate file not found: {missing[0]}")
+    return [(problem, f"{problem}/{f.name}", f.read_text()) for f, problem in files]
 
 
 class ServiceProcess:

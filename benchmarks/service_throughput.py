@@ -3,11 +3,13 @@ candidate mix (issue 4; paper: 2.24x; goal >= 3x).
 
     python benchmarks/service_throughput.py --gpus 0                 # on the GPU host (real judge)
     python benchmarks/service_throughput.py --fake --gpus 0,1        # here: FakeEngine, plumbing only
+    python benchmarks/service_throughput.py --gpus 0 --scale-gpus 0,1  # two-GPU host: also one vs two GPUs
 
 Arms (each a fresh service, same tasks in the same order, all submitted at once through POST /batch):
   cached     each worker keeps workload state (inputs, reference outputs) and reference latencies
   no-cache   every task rebuilds the workload state and re-times the reference
-A warm-up pass (one task per problem per GPU, not counted) precedes each arm. In real mode the compile cache
+With --scale-gpus a third arm runs the cached service on those GPUs (same tasks): the scaling ratio and
+whether every verdict matches the one-GPU arm. A warm-up pass (one task per problem per GPU, not counted) precedes each arm. In real mode the compile cache
 is primed first (nvcc is paid by neither arm) and, like FIBServe's /evaluate, the judge runs
 correctness + timing only (--judge-config defaults to sanitizer and ncu off; pass '{}' for all stages).
 """
@@ -38,14 +40,17 @@ from service_bench_common import (  # noqa: E402
 from ptxcore.gpu.client import ProfilerClient  # noqa: E402
 
 
-def run_arm(name: str, cache_state: bool, mix, args) -> dict:
+def run_arm(name: str, cache_state: bool, mix, args, gpus: list[int]) -> dict:
     engine_args = ({"eval_s": args.fake_eval_s, "state_build_s": args.fake_state_build_s, "cache_state": cache_state}
                    if args.fake else {"cache_state": cache_state, "judge_config": json.loads(args.judge_config)})
-    server = start(tmp_work_dir(f"throughput-{name}-"), args.gpus, args.fake, engine_args)
+    print(f"# arm {name} on GPUs {gpus} ...", flush=True)
+    server = start(tmp_work_dir(f"throughput-{name}-"), gpus, args.fake, engine_args)
     try:
         with ProfilerClient(server.url, timeout_s=3600) as client:
             warm = [{"definition": p, "source": s} for p, s in {prob: src for prob, _, src in mix}.items()]
-            client.poll_many(client.submit_batch(warm * len(args.gpus)), wait_s=1800)
+            t_warm = time.monotonic()
+            client.poll_many(client.submit_batch(warm * len(gpus)), wait_s=1800)
+            warm_s = time.monotonic() - t_warm
             tasks = [(prob, label, src) for _ in range(args.repeat) for prob, label, src in mix]
             t0 = time.monotonic()
             ids = client.submit_batch([{"definition": p, "source": s, "client_tag": lbl} for p, lbl, s in tasks])
@@ -55,8 +60,10 @@ def run_arm(name: str, cache_state: bool, mix, args) -> dict:
         server.stop()
     results = [v.result for v in views]
     state_key = "state" if args.fake else "workload_and_reference"
+    print(f"#   {name}: {len(ids)} tasks in {wall:.1f} s (warm-up pass {warm_s:.1f} s)", flush=True)
     return {
-        "arm": name, "tasks": len(ids), "wall_s": wall, "tasks_per_s": len(ids) / wall,
+        "arm": name, "gpu_list": gpus, "tasks": len(ids), "wall_s": wall, "tasks_per_s": len(ids) / wall,
+        "warmup_s": warm_s,
         "service_s": [v.raw.get("service_s") or 0.0 for v in views],
         "latency_s": [(v.raw["finished_at"] or 0) - v.raw["created_at"] for v in views],
         "state_s": [r.stage_seconds.get(state_key, 0.0) if r else 0.0 for r in results],
@@ -78,8 +85,9 @@ def _wait_all(client: ProfilerClient, ids: list[str]):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gpus", default="0", help="GPU indices, e.g. 0 or 0,1")
+    ap.add_argument("--scale-gpus", help="also run the cached arm on these GPUs, e.g. 0,1 (one vs two GPUs)")
     ap.add_argument("--fake", action="store_true", help="FakeEngine instead of the judge (no GPU numbers)")
-    ap.add_argument("--candidates", nargs="*", help=".cu files (problem = parent folder name)")
+    ap.add_argument("--candidates", nargs="*", help=".cu files: FILE (problem = parent folder) or FILE@problem")
     ap.add_argument("--per-problem", type=int, default=1, help="kernels per primary problem from solutions/")
     ap.add_argument("--repeat", type=int, default=3, help="times the mix is submitted per arm")
     ap.add_argument("--judge-config", default='{"sanitizer": false, "ncu": false}')
@@ -88,24 +96,39 @@ def main() -> int:
     ap.add_argument("--out", help="write the measurements as JSON here")
     args = ap.parse_args()
     args.gpus = [int(g) for g in args.gpus.split(",")]
+    scale = [int(g) for g in args.scale_gpus.split(",")] if args.scale_gpus else None
     mix = candidate_mix(args.candidates, args.per_problem)
     banner = FAKE_BANNER if args.fake else f"REAL judge; judge config {args.judge_config}"
     print(f"# /evaluate throughput, cached workload state vs none — {banner}", flush=True)
     print(f"# GPUs {args.gpus}; mix of {len(mix)} candidates x {args.repeat}: {', '.join(lbl for _, lbl, _ in mix)}")
     if not args.fake:
         print(f"# compile cache primed in {prime_compile_cache(mix):.1f} s", flush=True)
-    arms = [run_arm("cached", True, mix, args), run_arm("no-cache", False, mix, args)]
-    rows = [[a["arm"], a["tasks"], a["wall_s"], a["tasks_per_s"], mean(a["service_s"]), mean(a["state_s"]),
-             pct(a["latency_s"], 0.5), pct(a["latency_s"], 0.95), dict(a["gpus"])] for a in arms]
-    print(table(["arm", "tasks", "wall_s", "tasks/s", "mean service_s", "mean state+ref_s", "p50 latency_s",
-                 "p95 latency_s", "tasks per GPU"], rows))
+    plan = [("cached", True, args.gpus), ("no-cache", False, args.gpus)]
+    if scale:
+        plan.append((f"cached-{len(scale)}gpu", True, scale))
+    arms: list[dict] = []
+    for name, cache_state, gpus in plan:  # each arm's numbers are kept as soon as it ends
+        arms.append(run_arm(name, cache_state, mix, args, gpus))
+        write_json(args.out, {"fake": args.fake, "gpus": args.gpus, "judge_config": args.judge_config,
+                              "arms": arms})
+    rows = [[a["arm"], ",".join(map(str, a["gpu_list"])), a["tasks"], a["wall_s"], a["tasks_per_s"],
+             mean(a["service_s"]), mean(a["state_s"]), pct(a["latency_s"], 0.5), pct(a["latency_s"], 0.95),
+             dict(a["gpus"])] for a in arms]
+    print(table(["arm", "GPUs", "tasks", "wall_s", "tasks/s", "mean service_s", "mean state+ref_s",
+                 "p50 latency_s", "p95 latency_s", "tasks per GPU"], rows))
     ratio = arms[0]["tasks_per_s"] / arms[1]["tasks_per_s"]
-    same = sum(a == b for a, b in zip(arms[0]["verdicts"], arms[1]["verdicts"], strict=False))
     print(f"throughput ratio cached / no-cache: {ratio:.2f}x   (paper 2.24x; goal >= 3x)")
-    print(f"verdicts identical between arms: {same}/{len(arms[0]['verdicts'])}; "
-          f"cached arm: {dict(Counter(v for _, v in arms[0]['verdicts']))}")
+    print(f"cached arm verdicts: {dict(Counter(v for _, v in arms[0]['verdicts']))}")
+    for other in arms[1:]:
+        same = sum(a == b for a, b in zip(arms[0]["verdicts"], other["verdicts"], strict=True))
+        print(f"verdicts identical, cached vs {other['arm']}: {same}/{len(arms[0]['verdicts'])}")
+    summary = {"ratio": ratio}
+    if scale:
+        summary["scaling"] = arms[2]["tasks_per_s"] / arms[0]["tasks_per_s"]
+        print(f"scaling {len(scale)} GPUs / {len(args.gpus)} GPU(s), cached: {summary['scaling']:.2f}x "
+              f"(ideal {len(scale) / len(args.gpus):.0f}x); tasks per GPU {dict(arms[2]['gpus'])}")
     write_json(args.out, {"fake": args.fake, "gpus": args.gpus, "judge_config": args.judge_config,
-                          "ratio": ratio, "arms": arms})
+                          **summary, "arms": arms})
     return 0
 
 

@@ -3,6 +3,7 @@
 Backends, chosen per architecture by `select_judge`:
   * a plugin `module:factory` (tests use a fake judge this way),
   * the profiling service at a URL (`--profiler` / campaign `profilers:`),
+  * Prefect task workers on GPU hosts (`profilers: {arch: prefect}`; tasks/remote_judge.py),
   * this host's GPU when it has one of that architecture (ptxcore.gpu.judge_candidate),
   * otherwise NOT_EVALUATED: an explicit verdict with no correctness or timing.
 Only infrastructure failures are retried: an INFRA_ERROR verdict or an exception from the backend.
@@ -36,6 +37,9 @@ class InfraFailure(RuntimeError):
     def __init__(self, result: JudgeResult) -> None:
         super().__init__(f"infrastructure error while judging {result.definition}: {result.reason}")
         self.result = result
+
+    def __reduce__(self) -> tuple:  # pickled across processes (Prefect task workers): rebuild from the result
+        return (type(self), (self.result,))
 
 
 class JudgeBackend(Protocol):
@@ -123,6 +127,10 @@ def load_plugin(spec: str, arch: str) -> JudgeBackend:
 def select_judge(arch: str, profiler_url: str | None = None, plugin: str | None = None) -> JudgeBackend:
     if plugin:
         return load_plugin(plugin, arch)
+    if profiler_url == "prefect":  # Prefect task workers on GPU hosts (`ptxbench worker --arch ARCH`)
+        from .remote_judge import PrefectWorkerJudge
+
+        return PrefectWorkerJudge(arch)
     if profiler_url:
         return ServiceJudge(profiler_url)
     if arch in local_gpu_archs():

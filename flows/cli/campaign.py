@@ -36,7 +36,8 @@ def _run_errors() -> tuple[type[BaseException], ...]:
 
 
 def parse_profilers(values: list[str] | None) -> dict[str, str]:
-    """`URL` (every architecture) or `arch=URL`, repeatable."""
+    """`URL` (every architecture) or `arch=URL`, repeatable; `prefect` instead of a URL routes the judgements
+    to Prefect task workers (`ptxbench worker --arch ARCH` on the GPU hosts)."""
     out: dict[str, str] = {}
     for v in values or []:
         arch, sep, url = v.partition("=")
@@ -45,8 +46,8 @@ def parse_profilers(values: list[str] | None) -> dict[str, str]:
         else:
             out[arch.strip()] = url.strip()
     for url in out.values():
-        if not url.startswith(("http://", "https://")):
-            raise UserError(f"--profiler {url!r}: expected an http(s) URL (or arch=URL)")
+        if not url.startswith(("http://", "https://")) and url != "prefect":
+            raise UserError(f"--profiler {url!r}: expected an http(s) URL or 'prefect' (or arch=URL)")
     return out
 
 
@@ -72,7 +73,7 @@ def run_command(
     config: str = typer.Argument(DEFAULT_CONFIG, help="Campaign file (YAML)."),
     campaign_id: str = typer.Option(None, "--campaign-id", help="Override the id (rerun an id to resume it)."),
     warehouse: str = typer.Option(None, "--warehouse", help="DuckDB file (default runs/<id>/warehouse.duckdb)."),
-    profiler: list[str] = typer.Option(None, "--profiler", help="Profiling service URL, or arch=URL (repeatable)."),
+    profiler: list[str] = typer.Option(None, "--profiler", help="Profiling service URL or 'prefect' (task workers), or arch=URL (repeatable)."),
     mlflow_uri: str = typer.Option(None, "--mlflow-uri", help="MLflow tracking URI (default sqlite in ./mlruns)."),
     turns: int = typer.Option(None, "--turns", min=1, max=8, help="Override the turn budget (quick runs)."),
     judge_plugin: str = typer.Option(None, "--judge-plugin", hidden=True, help="module:factory judge backend."),

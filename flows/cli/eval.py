@@ -5,8 +5,6 @@ Exit codes: 0 PASSED, 1 any other verdict, 2 bad input, 3 no GPU here (CPU stage
 
 from __future__ import annotations
 
-import json
-
 import typer
 from rich.console import Console
 
@@ -81,7 +79,7 @@ def _judge_remote(server: str, source: str, problem: str, arch: str, workload: s
 
 def _emit(result, as_json: bool) -> None:  # noqa: ANN001
     if as_json:
-        typer.echo(json.dumps(result.model_dump(mode="json"), indent=1))
+        typer.echo(result.model_dump_json(indent=1))
     else:
         print_summary(result, Console())
 

@@ -16,6 +16,7 @@ from . import warehouse as warehouse_cmd
 from .compile import compile_command
 from .eval import eval_command
 from .sql import sql_command
+from .worker import worker_command
 
 app = typer.Typer(
     name="ptxbench",
@@ -33,6 +34,7 @@ app.add_typer(warehouse_cmd.app, name="warehouse")
 app.add_typer(report_cmd.app, name="report")
 app.command("sql")(sql_command)
 app.add_typer(campaign_cmd.app, name="campaign")
+app.command("worker")(worker_command)
 
 
 @app.callback()

@@ -129,7 +129,8 @@ class CampaignConfig(FrozenModel):
     judge_retry_delay_s: float = Field(default=10.0, ge=0)
     """Seconds between judge attempts."""
     profilers: dict[str, str] = Field(default_factory=dict)
-    """Per architecture: URL of a profiling service that judges kernels (else the local GPU, if any)."""
+    """Per architecture: URL of a profiling service that judges kernels, or `prefect` (Prefect task workers,
+    `ptxbench worker --arch ARCH`); else the local GPU, if any."""
     warehouse: str | None = None
     """DuckDB file; default runs/<campaign_id>/warehouse.duckdb."""
     mlflow_tracking_uri: str | None = None

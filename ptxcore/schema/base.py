@@ -13,6 +13,10 @@ SCHEMA_VERSION = 1
 
 
 class FrozenModel(BaseModel):
-    """Immutable model; unknown keys are an error; attribute docstrings become field descriptions."""
+    """Immutable model; unknown keys are an error; attribute docstrings become field descriptions.
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    JSON keeps NaN and infinities as the strings "NaN" / "Infinity" / "-Infinity" (read back as floats):
+    pydantic's default writes null, which a float field then rejects, and bare NaN is not JSON."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True,
+                              ser_json_inf_nan="strings")

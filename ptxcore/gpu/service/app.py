@@ -10,8 +10,8 @@ import re
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Path, Query, Request
-from fastapi.responses import JSONResponse
-from pydantic import Field
+from fastapi.responses import JSONResponse, Response
+from pydantic import Field, TypeAdapter
 
 from ptxcore.schema import FrozenModel
 
@@ -112,21 +112,34 @@ def _task_routes(api: FastAPI, service: ProfilerService) -> None:
             service._validate(item)
         return BatchSubmitResponse(tasks=[service.submit(item.kind, item) for item in req.items])
 
-    @api.get("/tasks/{task_id}", response_model=TaskView)
+    # Task views are written with pydantic's own JSON (the schema's "NaN"/"Infinity" strings): FastAPI's
+    # encoder would emit float NaN, which JSON rejects (HTTP 500 on a NaN-writing candidate's verdict).
+    @api.get("/tasks/{task_id}", response_model=TaskView, response_class=_ModelJSON)
     async def task(task_id: str = Path(pattern=TASK_ID_PATTERN),
                    wait_s: float = Query(default=0.0, ge=0.0),
                    timeout: float | None = Query(default=None, ge=0.0, description="FIBServe alias of wait_s")
-                   ) -> TaskView:
-        return (await service.wait([task_id], timeout if timeout is not None else wait_s))[0]
+                   ) -> Response:
+        view = (await service.wait([task_id], timeout if timeout is not None else wait_s))[0]
+        return _ModelJSON(_TASK_VIEW.dump_json(view))
 
-    @api.post("/tasks/batch", response_model=list[TaskView])
-    async def tasks(req: BatchPollRequest) -> list[TaskView]:
+    @api.post("/tasks/batch", response_model=list[TaskView], response_class=_ModelJSON)
+    async def tasks(req: BatchPollRequest) -> Response:
         if len(req.task_ids) > service.config.max_batch:
             raise TooLarge(f"{len(req.task_ids)} task ids; limit {service.config.max_batch}")
         bad = [t for t in req.task_ids if not re.match(TASK_ID_PATTERN, t)]
         if bad:
             raise ServiceError(f"malformed task id {bad[0][:80]!r}")
-        return await service.wait(req.task_ids, req.wait_s)
+        return _ModelJSON(_TASK_VIEWS.dump_json(await service.wait(req.task_ids, req.wait_s)))
+
+
+class _ModelJSON(Response):
+    """application/json whose body is already serialized."""
+
+    media_type = "application/json"
+
+
+_TASK_VIEW = TypeAdapter(TaskView)
+_TASK_VIEWS = TypeAdapter(list[TaskView])
 
 
 def _submitter(service: ProfilerService, kind: TaskKind):

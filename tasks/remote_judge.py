@@ -1,0 +1,107 @@
+"""Judging on other hosts through Prefect task workers (ARCHITECTURE.md, "Scale-out").
+
+Every GPU host runs its profiling service and `ptxbench worker --arch ARCH`: a Prefect task worker that
+serves the task `judge-on-<arch>` below and judges with that host's backend (its service URL, its own GPU,
+or a plugin). A campaign run with `--profiler ARCH=prefect` (campaign file: `profilers: {hopper: prefect}`)
+submits each judgement as a background task run (`Task.delay`) and waits for its result; which host takes
+it, backpressure and visibility are Prefect's. The campaign's `judge` task (tag gpu:<arch>) still bounds
+the judgements in flight and is the one retry layer: an INFRA_ERROR on the worker raises there.
+
+One task function per architecture: a task worker subscribes by task key, and Prefect derives the key from
+the function's name and code, so a Hopper worker never receives Blackwell work.
+
+Parameters and results travel through Prefect's result storage: across hosts set
+PREFECT_RESULTS_DEFAULT_STORAGE_BLOCK (or PREFECT_LOCAL_STORAGE_PATH on a shared file system) to storage
+that every host reaches, on the campaign host and on the workers alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from functools import cache
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from ptxcore.arch import Architecture, get_architecture
+from ptxcore.compile import CompiledCandidate
+from ptxcore.problems import Problem, get_problem
+from ptxcore.schema import EvaluationStatus, JudgeResult
+
+from .judge import InfraFailure, JudgeBackend, ServiceJudge, load_plugin, select_judge
+
+log = logging.getLogger(__name__)
+
+WORKER_JUDGE_ENV = "PTXBENCH_WORKER_JUDGE"
+"""Set by `ptxbench worker`: this host's backend — a profiling-service URL, `module:factory`, or empty
+(this host's GPU, else NOT_EVALUATED)."""
+
+PREFECT_ROUTE = "prefect"
+"""The `profilers:` value that routes an architecture's judgements to Prefect task workers."""
+
+
+@cache
+def worker_backend(arch: str) -> JudgeBackend:
+    """The backend a worker process judges with (one per architecture and process)."""
+    spec = os.environ.get(WORKER_JUDGE_ENV, "").strip()
+    if spec.startswith(("http://", "https://")):
+        return ServiceJudge(spec)
+    if spec:
+        return load_plugin(spec, arch)
+    return select_judge(arch)
+
+
+def _judge_here(arch: str, source: str, compiled: CompiledCandidate, problem: str) -> JudgeResult:
+    backend = worker_backend(arch)
+    log.info("judging %s on %s with %s", problem, arch, backend.name)
+    result = backend.judge(source, get_problem(problem), get_architecture(arch), compiled)
+    if result.status is EvaluationStatus.INFRA_ERROR:
+        raise InfraFailure(result)
+    return result
+
+
+@task(name="judge-on-hopper", task_run_name="judge-on-hopper {label}", cache_policy=NO_CACHE)
+def judge_on_hopper(source: str, compiled: CompiledCandidate, problem: str, label: str) -> JudgeResult:
+    """Served by `ptxbench worker --arch hopper`."""
+    return _judge_here("hopper", source, compiled, problem)
+
+
+@task(name="judge-on-blackwell", task_run_name="judge-on-blackwell {label}", cache_policy=NO_CACHE)
+def judge_on_blackwell(source: str, compiled: CompiledCandidate, problem: str, label: str) -> JudgeResult:
+    """Served by `ptxbench worker --arch blackwell`."""
+    return _judge_here("blackwell", source, compiled, problem)
+
+
+WORKER_TASKS: dict[str, Any] = {"hopper": judge_on_hopper, "blackwell": judge_on_blackwell}
+
+
+def worker_task(arch: str) -> Any:
+    """The task a worker for `arch` serves (ValueError names the architectures that have one)."""
+    key = get_architecture(arch).key
+    if key not in WORKER_TASKS:
+        raise ValueError(f"no worker task for architecture {arch!r}; known: {', '.join(sorted(WORKER_TASKS))}")
+    return WORKER_TASKS[key]
+
+
+class PrefectWorkerJudge:
+    """Flow side: hands the judgement to whichever `ptxbench worker --arch ARCH` takes it, and waits."""
+
+    def __init__(self, arch: str, timeout_s: float | None = None) -> None:
+        self.arch = get_architecture(arch).key
+        self.task = worker_task(self.arch)
+        self.timeout_s = timeout_s if timeout_s is not None else float(os.environ.get(
+            "PTXBENCH_WORKER_TIMEOUT_S", "7200"))
+        self.name = f"prefect-worker:{self.arch}"
+
+    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate) -> JudgeResult:
+        label = f"{problem.name}/{compiled.result.source_sha256[:12]}"
+        future = self.task.delay(source, compiled, problem.name, label)
+        log.info("judge task %s for %s submitted to `ptxbench worker --arch %s`", future.task_run_id, problem.name,
+                 self.arch)
+        try:
+            return future.result(timeout=self.timeout_s)
+        except TimeoutError as exc:  # an infrastructure failure: the judge task's retry condition retries it
+            raise TimeoutError(f"no `ptxbench worker --arch {self.arch}` finished judge task {future.task_run_id} "
+                               f"within {self.timeout_s:.0f} s") from exc
