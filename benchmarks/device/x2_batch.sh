@@ -71,7 +71,7 @@ for stage in "$@"; do
         round(e.total_stage_s, 1) AS judge_s FROM turns t LEFT JOIN evaluations e
         USING (campaign_id, trajectory_id, turn) ORDER BY t.problem, t.turn" > "$OUT/turns.txt" 2>&1
       cat "$OUT/turns.txt"
-      tar czf "$OUT/campaign_runs.tgz" runs reports 2>/dev/null ;;
+      tar czf "$OUT/campaign_runs.tgz" runs reports mlruns 2>/dev/null ;;  # mlruns: check MLflow against the warehouse here
     tests)
       timeout "${TESTS_TIMEOUT:-330}" python3 -m pytest -q -rA -s -m gpu tests/gpu/service/test_service_two_gpus.py \
         -p no:cacheprovider 2>&1 | tee "$OUT/two_gpu_tests.log" ;;
