@@ -41,7 +41,7 @@ for stage in "$@"; do
       # judge's wheels in it) and the interrupted campaign's warehouse (.carry/runs_h200), on a fresh machine.
       if [ "$stage" = resume ]; then
         mkdir -p /tmp/site2 && xz -dc .carry/comb/comb.tar.xz | tar -x -C /tmp/site2 || exit 3
-        cp -rn .carry/runs_h200/runs . && export PYTHONPATH=/tmp/site2:$PWD PREFECT_UI_ENABLED=false
+        cp -r --update=none .carry/runs_h200/runs . && export PYTHONPATH=/tmp/site2:$PWD PREFECT_UI_ENABLED=false
       else
         if [ -f .carry/comb/comb.tar.xz ]; then
           mkdir -p /tmp/site2 && xz -dc .carry/comb/comb.tar.xz | tar -x -C /tmp/site2 || exit 3
@@ -71,6 +71,7 @@ for stage in "$@"; do
         round(e.total_stage_s, 1) AS judge_s FROM turns t LEFT JOIN evaluations e
         USING (campaign_id, trajectory_id, turn) ORDER BY t.problem, t.turn" > "$OUT/turns.txt" 2>&1
       cat "$OUT/turns.txt"
+      pkill -INT -f "profiler serve --gpus" || true  # free the GPUs for the next stage
       tar czf "$OUT/campaign_runs.tgz" runs reports mlruns 2>/dev/null ;;  # mlruns: check MLflow against the warehouse here
     tests)
       timeout "${TESTS_TIMEOUT:-330}" python3 -m pytest -q -rA -s -m gpu tests/gpu/service/test_service_two_gpus.py \
