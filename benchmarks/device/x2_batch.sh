@@ -41,7 +41,8 @@ for stage in "$@"; do
       # judge's wheels in it) and the interrupted campaign's warehouse (.carry/runs_h200), on a fresh machine.
       if [ "$stage" = resume ]; then
         mkdir -p /tmp/site2 && xz -dc .carry/comb/comb.tar.xz | tar -x -C /tmp/site2 || exit 3
-        cp -rn .carry/runs_h200/runs . 2>/dev/null && export PYTHONPATH=/tmp/site2:$PWD PREFECT_UI_ENABLED=false
+        [ -d .carry/runs_h200/runs ] && cp -rn .carry/runs_h200/runs . 2>/dev/null
+        export PYTHONPATH=/tmp/site2:$PWD PREFECT_UI_ENABLED=false
       else
         if [ -f .carry/comb/comb.tar.xz ]; then
           mkdir -p /tmp/site2 && xz -dc .carry/comb/comb.tar.xz | tar -x -C /tmp/site2 || exit 3
