@@ -65,6 +65,10 @@ def _quiet_prefect(verbose: bool) -> None:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
         os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # A judge task refused a gpu:<arch> slot retries after min(mean occupancy, this cap); Prefect's cap of
+    # 10 s leaves a freed GPU idle for seconds per hand-over (benchmarks/campaign_slot_wait.py). Applies to
+    # the temporary server this process starts; set it on a long-lived server too.
+    os.environ.setdefault("PREFECT_SERVER_TASKS_TAG_CONCURRENCY_SLOT_WAIT_SECONDS", "1")
 
 
 @app.command("run")
