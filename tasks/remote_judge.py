@@ -30,7 +30,7 @@ from ptxcore.compile import CompiledCandidate
 from ptxcore.problems import Problem, get_problem
 from ptxcore.schema import EvaluationStatus, JudgeResult
 
-from .judge import InfraFailure, JudgeBackend, ServiceJudge, load_plugin, select_judge
+from .judge import InfraFailure, JudgeBackend, select_judge
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +46,8 @@ PREFECT_ROUTE = "prefect"
 def worker_backend(arch: str) -> JudgeBackend:
     """The backend a worker process judges with (one per architecture and process)."""
     spec = os.environ.get(WORKER_JUDGE_ENV, "").strip()
-    if spec.startswith(("http://", "https://")):
-        return ServiceJudge(spec)
-    if spec:
-        return load_plugin(spec, arch)
-    return select_judge(arch)
+    url = spec if spec.startswith(("http://", "https://")) else None
+    return select_judge(arch, profiler_url=url, plugin=None if url else spec or None)
 
 
 def _judge_here(arch: str, source: str, compiled: CompiledCandidate, problem: str) -> JudgeResult:

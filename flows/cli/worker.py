@@ -25,6 +25,7 @@ def worker_command(
     judge_plugin: str = typer.Option(None, "--judge-plugin", hidden=True, help="module:factory judge backend."),
 ) -> None:
     """Serve this host's judge tasks for one architecture until interrupted."""
+    from ptxcore.arch import get_architecture
     from tasks.remote_judge import WORKER_JUDGE_ENV, worker_backend, worker_task
 
     try:
@@ -37,7 +38,7 @@ def worker_command(
         raise UserError("PREFECT_API_URL is not set: point it at the campaign's Prefect server "
                         "(`prefect server start`); a worker on a temporary server would receive nothing")
     os.environ[WORKER_JUDGE_ENV] = profiler or judge_plugin or ""
-    backend = worker_backend(task.name.removeprefix("judge-on-"))
+    backend = worker_backend(get_architecture(arch).key)
     slots = limit or _service_slots(profiler) or 1
     typer.echo(f"worker: serving {task.name} (up to {slots} at once) with {backend.name}; "
                f"Prefect API {os.environ['PREFECT_API_URL']}", err=True)
