@@ -40,14 +40,14 @@ def main() -> int:
 
     from ptxcore.arch import get_architecture
     from ptxcore.gpu import JudgeConfig, gpu_available
-    from ptxcore.gpu.engine import Judge
+    from ptxcore.gpu.pipeline.judge import GpuJudge
     from ptxcore.problems import get_problem
 
     if not gpu_available():
         print("no GPU is available on this machine: the overhead benchmark needs one", file=sys.stderr)
         return 3
     cache = Path(args.cache_dir) if args.cache_dir else Path(tempfile.mkdtemp(prefix="ptxbench-overhead-"))
-    judge = Judge(JudgeConfig(cache_dir=cache))
+    judge = GpuJudge(JudgeConfig(cache_dir=cache))
     source, problem, arch = Path(args.kernel).read_text(), get_problem(args.problem), get_architecture("hopper")
     rows = {}
     for label in ("cold", "warm"):

@@ -7,7 +7,7 @@ measured turns/s with the bound min(LLM-bound, GPU-bound) (issue 4; goal: within
   S = mean per-task worker time measured in the same run (TaskView.service_s), L = mean LLM latency drawn
 
     python benchmarks/rollout_concurrency.py --gpus 0                # GPU host, real judge
-    python benchmarks/rollout_concurrency.py --fake --gpus 0,1       # here: FakeEngine, plumbing only
+    python benchmarks/rollout_concurrency.py --fake --gpus 0,1       # here: FakeRunner, plumbing only
 
 Each point runs for --window-s seconds: turns completed between --warmup-s and the end of the window
 are counted (every trajectory is still active then; turns in flight at the end finish uncounted). One service serves the whole sweep (workload state warm).
@@ -36,7 +36,7 @@ from service_bench_common import (  # noqa: E402
     write_json,
 )
 
-from ptxcore.gpu.client import ProfilerClient  # noqa: E402
+from ptxcore.gpu.service.client import ProfilerClient  # noqa: E402
 
 
 def trajectory(idx: int, url: str, mix, args, t_end: float, out: list, lock: threading.Lock) -> None:
@@ -133,7 +133,7 @@ def sweep(url: str, mix, args, gpus: list[int]) -> list[dict]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gpus", default="0")
-    ap.add_argument("--fake", action="store_true", help="FakeEngine instead of the judge (no GPU numbers)")
+    ap.add_argument("--fake", action="store_true", help="FakeRunner instead of the judge (no GPU numbers)")
     ap.add_argument("--concurrency", default="4,8,16,32,48")
     ap.add_argument("--candidates", nargs="*")
     ap.add_argument("--per-problem", type=int, default=1)
@@ -157,9 +157,9 @@ def main() -> int:
           flush=True)
     if not args.fake:
         print(f"# compile cache primed in {prime_compile_cache(mix):.1f} s", flush=True)
-    engine_args = ({"eval_s": args.fake_eval_s, "state_build_s": 0.3} if args.fake
+    runner_args = ({"eval_s": args.fake_eval_s, "state_build_s": 0.3} if args.fake
                    else {"judge_config": json.loads(args.judge_config)})
-    server = start(tmp_work_dir("rollout-"), gpus, args.fake, engine_args)
+    server = start(tmp_work_dir("rollout-"), gpus, args.fake, runner_args)
     try:
         points = sweep(server.url, mix, args, gpus)
     finally:

@@ -1,5 +1,5 @@
 """Shared by benchmarks/service_throughput.py and benchmarks/rollout_concurrency.py: the candidate mix,
-starting the profiling service (real judge, or FakeEngine with --fake), priming the compile cache,
+starting the profiling service (real judge, or FakeRunner with --fake), priming the compile cache,
 and printing tables."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ sys.path.insert(0, str(REPO))
 
 import httpx  # noqa: E402
 
-FAKE_BANNER = ("FAKE worker (FakeEngine: simulated sleeps, no judge, no GPU): these numbers exercise the "
+FAKE_BANNER = ("FAKE worker (FakeRunner: simulated sleeps, no judge, no GPU): these numbers exercise the "
                "service's plumbing only; they are NOT GPU measurements")
 PRIMARY = ["gemm_n7168_k5120", "mha_with_lse_d128", "mha_with_lse_d128_causal", "mha_bwd_d128",
            "mha_bwd_d128_causal"]
@@ -48,9 +48,9 @@ class ServiceProcess:
     """`python -m ptxcore.gpu.service` in its own process (as in production: clients elsewhere), on a free
     loopback port; `.url`; `.stop()` sends SIGINT and waits."""
 
-    def __init__(self, work_dir: Path, gpus: list[int], fake: bool, engine_args: dict, timeout_s: float) -> None:
+    def __init__(self, work_dir: Path, gpus: list[int], fake: bool, runner_args: dict, timeout_s: float) -> None:
         argv = [sys.executable, "-m", "ptxcore.gpu.service", "--gpus", ",".join(map(str, gpus)), "--port", "0",
-                "--work-dir", str(work_dir), "--engine-args", json.dumps(engine_args), "--timeout-s", str(timeout_s),
+                "--work-dir", str(work_dir), "--runner-args", json.dumps(runner_args), "--timeout-s", str(timeout_s),
                 "--max-attempts", "2", "--log-level", "warning"] + (["--fake"] if fake else [])
         self.log = open(work_dir.parent / f"{work_dir.name}.log", "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(argv, cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT)
@@ -82,9 +82,9 @@ class ServiceProcess:
         self.log.close()
 
 
-def start(work_dir: Path, gpus: list[int], fake: bool, engine_args: dict, timeout_s: float = 900.0) -> ServiceProcess:
+def start(work_dir: Path, gpus: list[int], fake: bool, runner_args: dict, timeout_s: float = 900.0) -> ServiceProcess:
     work_dir.mkdir(parents=True, exist_ok=True)
-    return ServiceProcess(work_dir, gpus, fake, engine_args, timeout_s)
+    return ServiceProcess(work_dir, gpus, fake, runner_args, timeout_s)
 
 
 def prime_compile_cache(mix: list[tuple[str, str, str]], arch: str = "hopper", jobs: int = 8) -> float:

@@ -2,7 +2,7 @@
 candidate mix (issue 4; paper: 2.24x; goal >= 3x).
 
     python benchmarks/service_throughput.py --gpus 0                 # on the GPU host (real judge)
-    python benchmarks/service_throughput.py --fake --gpus 0,1        # here: FakeEngine, plumbing only
+    python benchmarks/service_throughput.py --fake --gpus 0,1        # here: FakeRunner, plumbing only
     python benchmarks/service_throughput.py --gpus 0 --scale-gpus 0,1  # two-GPU host: also one vs two GPUs
 
 Arms (each a fresh service, same tasks in the same order, all submitted at once through POST /batch):
@@ -37,14 +37,14 @@ from service_bench_common import (  # noqa: E402
     write_json,
 )
 
-from ptxcore.gpu.client import ProfilerClient  # noqa: E402
+from ptxcore.gpu.service.client import ProfilerClient  # noqa: E402
 
 
 def run_arm(name: str, cache_state: bool, mix, args, gpus: list[int]) -> dict:
-    engine_args = ({"eval_s": args.fake_eval_s, "state_build_s": args.fake_state_build_s, "cache_state": cache_state}
+    runner_args = ({"eval_s": args.fake_eval_s, "state_build_s": args.fake_state_build_s, "cache_state": cache_state}
                    if args.fake else {"cache_state": cache_state, "judge_config": json.loads(args.judge_config)})
     print(f"# arm {name} on GPUs {gpus} ...", flush=True)
-    server = start(tmp_work_dir(f"throughput-{name}-"), gpus, args.fake, engine_args)
+    server = start(tmp_work_dir(f"throughput-{name}-"), gpus, args.fake, runner_args)
     try:
         with ProfilerClient(server.url, timeout_s=3600) as client:
             warm = [{"definition": p, "source": s} for p, s in {prob: src for prob, _, src in mix}.items()]
@@ -86,7 +86,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gpus", default="0", help="GPU indices, e.g. 0 or 0,1")
     ap.add_argument("--scale-gpus", help="also run the cached arm on these GPUs, e.g. 0,1 (one vs two GPUs)")
-    ap.add_argument("--fake", action="store_true", help="FakeEngine instead of the judge (no GPU numbers)")
+    ap.add_argument("--fake", action="store_true", help="FakeRunner instead of the judge (no GPU numbers)")
     ap.add_argument("--candidates", nargs="*", help=".cu files: FILE (problem = parent folder) or FILE@problem")
     ap.add_argument("--per-problem", type=int, default=1, help="kernels per primary problem from solutions/")
     ap.add_argument("--repeat", type=int, default=3, help="times the mix is submitted per arm")

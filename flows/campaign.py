@@ -32,8 +32,11 @@ from ptxcore.agent import (
     plan_campaign,
 )
 from ptxcore.agent.records import now_iso
+from ptxcore.judge import JudgeBackend, NoGpuJudge, select_judge
+from ptxcore.judge.backends.recorded import RecordedJudge
+from ptxcore.judge.route import parse_file_routes, resolve_routes
 from ptxcore.schema import CampaignRecord, StopReason, TrajectoryRecord, TurnRecord, text_sha256
-from tasks.judge import JudgeBackend, NoGpuJudge, select_judge
+from tasks import remote_judge  # noqa: F401 - registers the `prefect` route's backend
 
 from .artifacts import ProgressArtifact, publish_headline, publish_progress
 from .limits import ensure_limits, wanted_limits
@@ -48,12 +51,10 @@ log = logging.getLogger(__name__)
 ProgressListener = Callable[[int, int, str], None]
 PROGRESS_LISTENERS: list[ProgressListener] = []
 """Called from the flow's thread with (units done, units planned, last event); the CLI draws a bar."""
-JUDGE_PLUGIN_ENV = "PTXBENCH_JUDGE_PLUGIN"
 
 
 def resolve_config(config_path: str, campaign_id: str | None = None, warehouse: str | None = None,
-                   profilers: dict[str, str] | None = None, mlflow_tracking_uri: str | None = None,
-                   turns: int | None = None) -> tuple[CampaignConfig, str]:
+                   mlflow_tracking_uri: str | None = None, turns: int | None = None) -> tuple[CampaignConfig, str]:
     """The campaign file with command-line overrides applied (re-validated)."""
     config, text = load_campaign(config_path)
     updates: dict[str, object] = {}
@@ -61,8 +62,6 @@ def resolve_config(config_path: str, campaign_id: str | None = None, warehouse: 
         updates["campaign_id"] = campaign_id
     if warehouse:
         updates["warehouse"] = warehouse
-    if profilers:
-        updates["profilers"] = {**config.profilers, **profilers}
     if mlflow_tracking_uri:
         updates["mlflow_tracking_uri"] = mlflow_tracking_uri
     if turns:
@@ -193,12 +192,18 @@ def _run_trajectories(todo: list[TrajectoryPlan], key: str, workers: int, progre
     return results, errors
 
 
-def select_judges(config: CampaignConfig, plugin: str | None) -> dict[str, JudgeBackend]:
-    """One judge backend per architecture; says so when turns will not be evaluated."""
-    judges = {a: select_judge(a, config.profilers.get(a), plugin) for a in config.architectures}
+def select_judges(config: CampaignConfig, cli_routes: dict[str, str] | None, plugin: str | None) -> dict[str, JudgeBackend]:
+    """One judge backend per architecture (routes decided by ptxcore.judge.resolve_routes: plugin > command
+    line > campaign file > auto); says so when turns will not be evaluated."""
+    routes = resolve_routes(config.architectures, cli=parse_file_routes(cli_routes or {}),
+                            campaign=parse_file_routes(config.profilers), plugin=plugin)
+    judges = {a: select_judge(routes[a], a, recorded=config.recorded_verdicts) for a in config.architectures}
     for arch, judge in judges.items():
         if isinstance(judge, NoGpuJudge):
             log.warning("%s: %s; compiled turns are recorded as NOT_EVALUATED", arch, judge.reason)
+        elif isinstance(judge, RecordedJudge):
+            log.warning("%s: no %s GPU here: kernels with a verdict recorded in %s get that verdict (marked "
+                        "recorded, with its GPU and date); the others are NOT_EVALUATED", arch, arch, judge.root)
     return judges
 
 
@@ -231,7 +236,8 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
     Overrides of the campaign file: campaign_id, warehouse, profilers (arch -> URL), mlflow_tracking_uri,
     turns (a smaller budget for a quick run; the same id with more turns later extends it).
     """
-    config, text = resolve_config(config_path, campaign_id, warehouse, profilers, mlflow_tracking_uri, turns)
+    config, text = resolve_config(config_path, campaign_id, warehouse, mlflow_tracking_uri=mlflow_tracking_uri,
+                                  turns=turns)
     plans = plan_campaign(config)
     ensure_limits(wanted_limits(config, plans))
     uri, artifact_root = tracking_uri(config)
@@ -244,7 +250,7 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
         added = writer.reconcile_mlflow()
         if added:
             log.info("MLflow reconciled from the warehouse: %d turns added", added)
-        judges = select_judges(config, judge_plugin or os.environ.get(JUDGE_PLUGIN_ENV))
+        judges = select_judges(config, profilers, judge_plugin)
         register_warehouse_replays(config, writer, wh_path)
         runtime = CampaignRuntime(config=config, writer=writer, clients=make_clients(config), judges=judges,
                                   recorded=recorded, trajectories=trajectories)

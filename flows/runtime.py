@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from ptxcore.agent import CampaignConfig, TrajectoryPlan
 from ptxcore.agent.types import LLMClient
+from ptxcore.judge import JudgeBackend
 from ptxcore.schema import TrajectoryRecord, TurnRecord
-from tasks.judge import JudgeBackend
 
 from .writer import RecordWriter
 

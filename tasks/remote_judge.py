@@ -27,32 +27,25 @@ from prefect.cache_policies import NO_CACHE
 
 from ptxcore.arch import Architecture, get_architecture
 from ptxcore.compile import CompiledCandidate
+from ptxcore.judge import InfraFailure, JudgeBackend, RouteKind, register_backend, select_judge
+from ptxcore.judge.route import worker_route
 from ptxcore.problems import Problem, get_problem
 from ptxcore.schema import EvaluationStatus, JudgeResult
 
-from .judge import InfraFailure, JudgeBackend, select_judge
-
 log = logging.getLogger(__name__)
-
-WORKER_JUDGE_ENV = "PTXBENCH_WORKER_JUDGE"
-"""Set by `ptxbench worker`: this host's backend — a profiling-service URL, `module:factory`, or empty
-(this host's GPU, else NOT_EVALUATED)."""
-
-PREFECT_ROUTE = "prefect"
-"""The `profilers:` value that routes an architecture's judgements to Prefect task workers."""
 
 
 @cache
 def worker_backend(arch: str) -> JudgeBackend:
-    """The backend a worker process judges with (one per architecture and process)."""
-    spec = os.environ.get(WORKER_JUDGE_ENV, "").strip()
-    url = spec if spec.startswith(("http://", "https://")) else None
-    return select_judge(arch, profiler_url=url, plugin=None if url else spec or None)
+    """The backend a worker process judges with (one per architecture and process), from the route
+    `ptxbench worker` put in PTXBENCH_WORKER_JUDGE."""
+    return select_judge(worker_route(), arch)
 
 
 def _judge_here(arch: str, source: str, compiled: CompiledCandidate, problem: str) -> JudgeResult:
     backend = worker_backend(arch)
     log.info("judging %s on %s with %s", problem, arch, backend.name)
+    # the build is reused only where its artifact exists and verifies (the same host); elsewhere rebuilt
     result = backend.judge(source, get_problem(problem), get_architecture(arch), compiled)
     if result.status is EvaluationStatus.INFRA_ERROR:
         raise InfraFailure(result)
@@ -92,8 +85,9 @@ class PrefectWorkerJudge:
             "PTXBENCH_WORKER_TIMEOUT_S", "7200"))
         self.name = f"prefect-worker:{self.arch}"
 
-    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate) -> JudgeResult:
-        label = f"{problem.name}/{compiled.result.source_sha256[:12]}"
+    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate | None = None,
+              workload_uuid: str | None = None) -> JudgeResult:
+        label = f"{problem.name}/{(compiled.result.source_sha256 if compiled else 'source')[:12]}"
         future = self.task.delay(source, compiled, problem.name, label)
         log.info("judge task %s for %s submitted to `ptxbench worker --arch %s`", future.task_run_id, problem.name,
                  self.arch)
@@ -102,3 +96,7 @@ class PrefectWorkerJudge:
         except TimeoutError as exc:  # an infrastructure failure: the judge task's retry condition retries it
             raise TimeoutError(f"no `ptxbench worker --arch {self.arch}` finished judge task {future.task_run_id} "
                                f"within {self.timeout_s:.0f} s") from exc
+
+
+register_backend(RouteKind.PREFECT, lambda route, arch: PrefectWorkerJudge(arch))
+"""Routes `prefect` (`profilers: {hopper: prefect}`) are served by this module's backend."""

@@ -17,6 +17,10 @@ EXPECTED = [
     "torch and cupy only in ptxcore.gpu",
     "duckdb and pyarrow only in ptxcore.warehouse",
     "litellm only in ptxcore.agent",
+    "the judging seam sits above the judge",
+    "ptxcore.judge imports no heavy library itself",
+    "GPU rooms: service -> pipeline -> harness -> child",
+    "the candidate session stays light",
 ]
 
 
@@ -44,3 +48,52 @@ def test_a_violation_is_caught(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     assert "light packages import no heavy library BROKEN" in proc.stdout
+
+
+def test_no_import_cycles():
+    """No module imports itself back through others (function-level imports included)."""
+    import grimp
+
+    graph = grimp.build_graph("ptxcore", "tasks", "flows")
+    cycles = [sorted(c) for c in _strongly_connected(graph) if len(c) > 1]
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def _strongly_connected(graph) -> list[list[str]]:  # noqa: ANN001 - Tarjan's algorithm, iterative
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    for root in sorted(graph.modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    comp.append(m)
+                    if m == node:
+                        break
+                out.append(comp)
+    return out

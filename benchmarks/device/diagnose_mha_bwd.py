@@ -43,7 +43,7 @@ def main() -> int:
 
     from ptxcore.arch import get_architecture
     from ptxcore.compile import BuildOptions, compile_candidate
-    from ptxcore.gpu.state import WorkloadState
+    from ptxcore.gpu.harness.state import WorkloadState
     from ptxcore.problems import get_problem
 
     problem = get_problem(args.problem)

@@ -21,10 +21,10 @@ def main() -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     from ptxcore.gpu import JudgeConfig
-    from ptxcore.gpu.engine import Judge
+    from ptxcore.gpu.pipeline.judge import GpuJudge
     from ptxcore.problems import load_catalog
 
-    judge = Judge(JudgeConfig(cache_dir=Path(args.cache_dir) if args.cache_dir else None))
+    judge = GpuJudge(JudgeConfig(cache_dir=Path(args.cache_dir) if args.cache_dir else None))
     gpu = judge._init_gpu()
     rows = []
     for p in [p for p in load_catalog().values() if p.extension.primary]:

@@ -36,28 +36,15 @@ def _run_errors() -> tuple[type[BaseException], ...]:
 
 
 def parse_profilers(values: list[str] | None) -> dict[str, str]:
-    """`URL` (every architecture) or `arch=URL`, repeatable; `prefect` instead of a URL routes the judgements
-    to Prefect task workers (`ptxbench worker --arch ARCH` on the GPU hosts)."""
-    out: dict[str, str] = {}
-    for v in values or []:
-        arch, sep, url = v.partition("=")
-        if not sep or "://" in arch:
-            out["*"] = v
-        else:
-            out[arch.strip()] = url.strip()
-    for url in out.values():
-        if not url.startswith(("http://", "https://")) and url != "prefect":
-            raise UserError(f"--profiler {url!r}: expected an http(s) URL or 'prefect' (or arch=URL)")
-    return out
+    """`--profiler ROUTE` (every architecture) or `--profiler ARCH=ROUTE`, repeatable (routes: ptxcore.judge.route;
+    `prefect` hands the judgements to Prefect task workers, `ptxbench worker --arch ARCH` on the GPU hosts)."""
+    from ptxcore.arch import UnknownArchitectureError
+    from ptxcore.judge.route import RouteError, parse_cli_routes
 
-
-def _expand_profilers(profilers: dict[str, str], archs: list[str]) -> dict[str, str]:
-    from ptxcore.arch import get_architecture
-
-    everywhere = profilers.pop("*", None)
-    out = {a: everywhere for a in archs} if everywhere else {}
-    out.update({get_architecture(k).key: v for k, v in profilers.items()})
-    return out
+    try:
+        return {arch: str(route) for arch, route in parse_cli_routes(values).items()}
+    except (RouteError, UnknownArchitectureError) as exc:
+        raise UserError(f"--profiler: {exc}") from exc
 
 
 def _quiet_prefect(verbose: bool) -> None:
@@ -90,7 +77,7 @@ def run_command(
 
     try:
         cfg, _ = load_campaign(config)
-        profilers = _expand_profilers(parse_profilers(profiler), cfg.architectures) or None
+        profilers = parse_profilers(profiler) or None
     except _config_errors() as exc:
         raise UserError(str(exc)) from exc
     summary = _run_with_progress(cfg, config_path=config, campaign_id=campaign_id, warehouse=warehouse,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-from .errors import one_line_errors, read_text_file
+from .errors import UserError, one_line_errors, read_text_file
 
 EXIT_VERDICT, EXIT_NO_GPU, EXIT_INFRA = 1, 3, 4
 
@@ -25,8 +25,8 @@ def eval_command(
 ) -> None:
     """Judge a candidate: source check, compile, memcheck, correctness, timing, target instructions."""
     from ptxcore.arch import get_architecture
-    from ptxcore.gpu import JudgeConfig, NoGPUError, gpu_available, judge_candidate
-    from ptxcore.gpu.cpu import cpu_stages
+    from ptxcore.judge import NoGpuJudge, ServiceJudge, select_judge
+    from ptxcore.judge.route import JudgeRoute, RouteError, resolve_routes
     from ptxcore.problems import get_problem
     from ptxcore.schema import EvaluationStatus
 
@@ -34,18 +34,19 @@ def eval_command(
     prob = get_problem(problem)
     architecture = get_architecture(arch)
     prob.workload(workload)  # unknown uuid -> one-line error
+    try:
+        cli = {"*": JudgeRoute.parse(server)} if server else None
+        route = resolve_routes([architecture.key], cli=cli)[architecture.key]
+        backend = select_judge(route, architecture.key)
+    except RouteError as exc:
+        raise UserError(str(exc)) from exc
+    if isinstance(backend, ServiceJudge):  # one command, one verdict: let the client resubmit a lost task
+        backend.client.close()
+        backend = ServiceJudge(backend.url, retries=3, client_tag=f"eval:{kernel}")
     err = Console(stderr=True)
-    result = None
-    if server:
-        result = _judge_remote(server, source, prob.name, architecture.key, workload, kernel, err)
-    elif gpu_available():
-        try:
-            with err.status(f"judging {kernel} on the GPU ({prob.name})", spinner="dots"):
-                result = judge_candidate(source, prob, architecture, JudgeConfig(), workload)
-        except NoGPUError:
-            result = None
-    if result is None:
-        result = cpu_stages(source, prob, architecture, workload_uuid=workload)
+    where = "the CPU stages (no GPU)" if isinstance(backend, NoGpuJudge) else backend.name
+    with err.status(f"judging {kernel} with {where} ({prob.name})", spinner="dots"):
+        result = _judge(backend, source, prob, architecture, workload, server)
     _emit(result, as_json)
     if result.status is EvaluationStatus.NOT_EVALUATED:
         err.print(f"no GPU is available on this machine: ran the CPU stages only ({kernel} compiled); "
@@ -57,23 +58,20 @@ def eval_command(
         raise typer.Exit(EXIT_VERDICT)
 
 
-def _judge_remote(server: str, source: str, problem: str, arch: str, workload: str | None, kernel: str,
-                  err: Console):  # noqa: ANN202
-    """The verdict from a profiling service (ptxcore.gpu.client); infrastructure failure -> exit 4."""
-    import os
-
-    from ptxcore.gpu.client import ProfilerClient, ProfilerRequestError, ProfilerUnavailable
-
-    from .errors import UserError
+def _judge(backend, source, problem, arch, workload, server):  # noqa: ANN001, ANN202
+    """The backend's verdict; a profiling service's refusal is the user's input error, its absence exit 4."""
+    from ptxcore.gpu import NoGPUError
+    from ptxcore.gpu.service.client import ProfilerRequestError, ProfilerUnavailable
+    from ptxcore.judge import cpu_stages
 
     try:
-        with ProfilerClient(server, token=os.environ.get("PTXBENCH_PROFILER_TOKEN") or None) as client, \
-                err.status(f"judging {kernel} on {server} ({problem})", spinner="dots"):
-            return client.evaluate(source, problem, arch, workload_uuid=workload, client_tag=f"eval:{kernel}")
+        return backend.judge(source, problem, arch, workload_uuid=workload)
+    except NoGPUError:  # the probe saw a GPU that the judge then could not use
+        return cpu_stages(source, problem, arch, workload_uuid=workload)
     except ProfilerRequestError as exc:
         raise UserError(f"{server}: {exc.detail}") from exc
     except ProfilerUnavailable as exc:
-        err.print(f"error: profiling service {server}: {exc}", markup=False)
+        Console(stderr=True).print(f"error: profiling service {server}: {exc}", markup=False)
         raise typer.Exit(EXIT_INFRA) from exc
 
 
@@ -90,10 +88,10 @@ def print_summary(r, console: Console) -> None:  # noqa: ANN001
     if r.reason:
         console.print(f"  reason: {r.reason}", markup=False, highlight=False)
     if r.correctness is not None:
-        x = r.correctness.extra or {}
-        console.print(f"  correctness: max abs {r.correctness.max_absolute_error:.4g}, max rel "
-                      f"{r.correctness.max_relative_error:.4g}, matched {x.get('matched_ratio', 0):.6f}, "
-                      f"allclose {x.get('allclose')}, timed calls verified {x.get('timed_calls_verified', 0)}",
+        c, x = r.correctness, r.correctness.stats
+        detail = (f", matched {x.matched_ratio:.6f}, allclose {x.allclose}, timed calls verified "
+                  f"{x.timed_calls_verified}") if x is not None else ""
+        console.print(f"  correctness: max abs {c.max_absolute_error:.4g}, max rel {c.max_relative_error:.4g}{detail}",
                       markup=False, highlight=False)
     if r.performance is not None:
         p = r.performance
@@ -110,8 +108,8 @@ def print_summary(r, console: Console) -> None:  # noqa: ANN001
     if r.environment.gpu_name:
         e = r.environment
         console.print(f"  environment: {e.gpu_name}, driver {e.driver_version}, CUDA {e.cuda_toolkit}, "
-                      f"SM clock {e.sm_clock_mhz_before}->{e.sm_clock_mhz_after} MHz, "
-                      f"{e.temperature_c_before}->{e.temperature_c_after} C"
+                      f"SM clock {_reading(e.sm_clock_mhz_before)}->{_reading(e.sm_clock_mhz_after)} MHz, "
+                      f"{_reading(e.temperature_c_before)}->{_reading(e.temperature_c_after)} C"
                       f"{', throttled: ' + ','.join(e.throttle_reasons) if e.throttle_reasons else ''}",
                       markup=False, highlight=False)
     if r.stage_seconds:
@@ -119,3 +117,7 @@ def print_summary(r, console: Console) -> None:  # noqa: ANN001
                       markup=False, highlight=False)
     if r.log and r.status.value != "PASSED":
         console.print(r.log, markup=False, highlight=False)
+
+
+def _reading(value: int | None) -> str:
+    return "n/a" if value is None else str(value)

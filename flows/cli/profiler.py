@@ -23,8 +23,8 @@ def serve_command(
                                    help="File holding the shared token (else $PTXBENCH_PROFILER_TOKEN)."),
     timeout_s: float = typer.Option(None, "--timeout-s", help="Per-task worker wall-clock limit, seconds."),
     max_attempts: int = typer.Option(None, "--max-attempts", help="Attempts per task on infrastructure failure."),
-    fake: bool = typer.Option(False, "--fake", help="FakeEngine instead of the judge: simulated verdicts, no GPU."),
-    engine_args: str = typer.Option("{}", "--engine-args", help="JSON keyword arguments for the engine."),
+    fake: bool = typer.Option(False, "--fake", help="FakeRunner instead of the judge: simulated verdicts, no GPU."),
+    runner_args: str = typer.Option("{}", "--runner-args", help="JSON keyword arguments for the runner."),
     log_level: str = typer.Option("info", "--log-level"),
 ) -> None:
     """Serve /evaluate, /sanitize, /profile, /health, /definitions and /tasks until interrupted."""
@@ -34,19 +34,19 @@ def serve_command(
     except ImportError as exc:
         raise UserError(f"the profiling service needs the gpu extra (pip install 'ptxbench[gpu]'): {exc}") from exc
     try:
-        args = json.loads(engine_args)
+        args = json.loads(runner_args)
     except ValueError as exc:
-        raise UserError(f"--engine-args is not JSON: {exc}") from exc
+        raise UserError(f"--runner-args is not JSON: {exc}") from exc
     try:
         config = build_config(gpus=gpus, host=host, port=port, work_dir=work_dir,
-                              token=token_from_env_or_file(token_file), fake=fake, engine_args=args,
+                              token=token_from_env_or_file(token_file), fake=fake, runner_args=args,
                               timeout_s=timeout_s, max_attempts=max_attempts)
     except (InsecureBindError, ValueError) as exc:
         raise UserError(str(exc).splitlines()[0]) from exc
     try:
         serve(config, log_level=log_level,
               on_ready=lambda url: typer.echo(f"profiling service on {url} (GPUs {config.gpus}"
-                                              f"{', FAKE engine' if fake else ''}); work dir {config.work_dir}",
+                                              f"{', FAKE runner' if fake else ''}); work dir {config.work_dir}",
                                               err=True))
     except OSError as exc:
         raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
@@ -61,7 +61,7 @@ def health_command(
     """Show the service's GPUs: state, condition, tasks, temperature, free memory."""
     import os
 
-    from ptxcore.gpu.client import ProfilerClient, ProfilerError
+    from ptxcore.gpu.service.client import ProfilerClient, ProfilerError
 
     try:
         with ProfilerClient(server, token=os.environ.get("PTXBENCH_PROFILER_TOKEN") or None, timeout_s=30) as c:

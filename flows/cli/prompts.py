@@ -24,7 +24,8 @@ def _errors():
 def _variant(variant: str | None, arch: str | None, level: str | None, language: str):
     """A named variant, or an ad-hoc one from --arch/--level/--language."""
     from ptxcore.arch import get_architecture
-    from ptxcore.prompts import KernelLanguage, PromptVariant, load_variant, parse_level
+    from ptxcore.prompts import PromptVariant, load_variant, parse_level
+    from ptxcore.schema import Language
 
     if variant is not None:
         if level is not None or arch is not None:
@@ -33,7 +34,7 @@ def _variant(variant: str | None, arch: str | None, level: str | None, language:
     if arch is None:
         raise UserError("--arch is required without --variant")
     try:
-        lang = KernelLanguage(language)
+        lang = Language(language)
     except ValueError:
         raise UserError(f"unknown --language {language!r} (cuda or triton)") from None
     key = get_architecture(arch).key
@@ -93,11 +94,11 @@ def tokens(
 ) -> None:
     """Token counts per pack component, in the layout of the paper's Table 6."""
     from ptxcore.arch import get_architecture
-    from ptxcore.prompts import KernelLanguage
     from ptxcore.prompts.report import pack_tokens, table6_rows
+    from ptxcore.schema import Language
 
     try:
-        lang = KernelLanguage(language)
+        lang = Language(language)
     except ValueError:
         raise UserError(f"unknown --language {language!r} (cuda or triton)") from None
     try:

@@ -26,7 +26,8 @@ def worker_command(
 ) -> None:
     """Serve this host's judge tasks for one architecture until interrupted."""
     from ptxcore.arch import get_architecture
-    from tasks.remote_judge import WORKER_JUDGE_ENV, worker_backend, worker_task
+    from ptxcore.judge.route import WORKER_JUDGE_ENV, RouteError
+    from tasks.remote_judge import worker_backend, worker_task
 
     try:
         task = worker_task(arch)
@@ -38,7 +39,10 @@ def worker_command(
         raise UserError("PREFECT_API_URL is not set: point it at the campaign's Prefect server "
                         "(`prefect server start`); a worker on a temporary server would receive nothing")
     os.environ[WORKER_JUDGE_ENV] = profiler or judge_plugin or ""
-    backend = worker_backend(get_architecture(arch).key)
+    try:
+        backend = worker_backend(get_architecture(arch).key)
+    except RouteError as exc:
+        raise UserError(str(exc)) from exc
     slots = limit or _service_slots(profiler) or 1
     typer.echo(f"worker: serving {task.name} (up to {slots} at once) with {backend.name}; "
                f"Prefect API {os.environ['PREFECT_API_URL']}", err=True)
@@ -51,7 +55,7 @@ def _service_slots(url: str | None) -> int | None:
     """One slot per GPU the profiling service reports (None when there is no service or no answer)."""
     if not url:
         return None
-    from ptxcore.gpu.client import ProfilerClient
+    from ptxcore.gpu.service.client import ProfilerClient
 
     try:
         with ProfilerClient(url, timeout_s=30, retries=0) as client:

@@ -23,7 +23,6 @@ from .types import (  # noqa: E402
     ContextPolicy,
     Extraction,
     LLMReply,
-    SolutionLanguage,
     TrajectoryResult,
     TurnEvaluation,
     TurnOutcome,
@@ -34,5 +33,5 @@ __all__ = [
     "extract_kernel", "format_feedback", "AgentState", "MiniPTXAgent", "PriorTurn", "TrajectoryPlan",
     "plan_campaign", "step_metrics", "turn_record", "CampaignSummary", "HeadlineRow", "headline_markdown", "headline_rows",
     "AgentConfig", "CallContext", "ContextOverflowError", "ContextPolicy", "Extraction", "LLMReply",
-    "SolutionLanguage", "TrajectoryResult", "TurnEvaluation", "TurnOutcome",
+    "TrajectoryResult", "TurnEvaluation", "TurnOutcome",
 ]

@@ -14,9 +14,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from ptxcore.arch import UnknownArchitectureError, get_architecture
-from ptxcore.schema import FrozenModel
+from ptxcore.schema import CampaignLanguage, FrozenModel, Language
 
-from .types import MAX_MODEL_CALLS, ContextPolicy, SolutionLanguage
+from .types import MAX_MODEL_CALLS, ContextPolicy
 from .yamlfile import YamlModelError, load_yaml_model, parse_yaml_model
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -120,7 +120,7 @@ class CampaignConfig(FrozenModel):
     """Early stop once a correct turn reaches this speedup."""
     context_policy: ContextPolicy = ContextPolicy.FULL
     """What the model sees of earlier turns."""
-    language: SolutionLanguage = SolutionLanguage.CUDA
+    language: CampaignLanguage = Language.CUDA
     """Solution language."""
     concurrency: ConcurrencySpec = Field(default_factory=ConcurrencySpec)
     """Concurrency limits."""
@@ -129,8 +129,13 @@ class CampaignConfig(FrozenModel):
     judge_retry_delay_s: float = Field(default=10.0, ge=0)
     """Seconds between judge attempts."""
     profilers: dict[str, str] = Field(default_factory=dict)
-    """Per architecture: URL of a profiling service that judges kernels, or `prefect` (Prefect task workers,
-    `ptxbench worker --arch ARCH`); else the local GPU, if any."""
+    """Per architecture: the judge route (ptxcore.judge.route): a profiling-service URL, `prefect` (Prefect task
+    workers, `ptxbench worker --arch ARCH`), `recorded:PATH`, `local`, `none`; default `auto` (this host's GPU,
+    if any)."""
+    recorded_verdicts: str | None = None
+    """A folder of verdicts recorded on a GPU earlier (FlashInfer-Trace, `ptxbench warehouse export-traces`):
+    where no GPU of an architecture is here and its route is `auto`, a kernel recorded there gets that verdict,
+    marked as recorded; any other kernel is NOT_EVALUATED. Relative to the working directory."""
     warehouse: str | None = None
     """DuckDB file; default runs/<campaign_id>/warehouse.duckdb."""
     mlflow_tracking_uri: str | None = None
@@ -146,7 +151,9 @@ class CampaignConfig(FrozenModel):
     @field_validator("profilers")
     @classmethod
     def _profiler_archs(cls, v: dict[str, str]) -> dict[str, str]:
-        return {_arch_key(k): url for k, url in v.items()}
+        from ptxcore.judge.route import JudgeRoute
+
+        return {_arch_key(k): str(JudgeRoute.parse(url)) for k, url in v.items()}
 
     @field_validator("problems")
     @classmethod

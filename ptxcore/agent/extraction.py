@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 
-from .types import Extraction, SolutionLanguage
+from ptxcore.schema import Language
+
+from .types import Extraction
 
 # A fence opens at the start of a line with ``` and an info string, and closes at the next line that
 # is exactly ``` (leading spaces allowed, as Markdown does).
@@ -22,9 +24,9 @@ def _fence_tag(info: str) -> str:
     return info.strip().split()[0].lower() if info.strip() else ""
 
 
-def extract_kernel(text: str, language: SolutionLanguage | str = SolutionLanguage.CUDA) -> Extraction:
+def extract_kernel(text: str, language: Language | str = Language.CUDA) -> Extraction:
     """The single block of the language's fence, or an Extraction with code None."""
-    fence = SolutionLanguage(language).fence
+    fence = Language(language).fence
     bodies = [m.group("body") for m in _BLOCK.finditer(text or "") if _fence_tag(m.group("info")) == fence]
     bodies = [b for b in bodies if b.strip()]
     if len(bodies) == 1:

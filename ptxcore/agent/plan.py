@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 from pydantic import Field
 
-from ptxcore.schema import FrozenModel, StopReason, TrajectoryRecord
+from ptxcore.schema import CampaignLanguage, FrozenModel, StopReason, TrajectoryRecord
 
 from .campaign import CampaignConfig, CampaignConfigError, ModelSpec
-from .types import AgentConfig, CallContext, ContextPolicy, SolutionLanguage
+from .types import AgentConfig, CallContext, ContextPolicy
 
 VariantArch = Callable[[str], str]
 """Variant name -> the architecture key it is written for (raises for an unknown name)."""
@@ -34,7 +34,7 @@ class TrajectoryPlan(FrozenModel):
     """Definition name."""
     index: int = Field(ge=0)
     """Trajectory number within its (model, arch, variant, problem) cell."""
-    language: SolutionLanguage
+    language: CampaignLanguage
     """Solution language."""
     agent: AgentConfig
     """Turn budget, target speedup, context policy."""

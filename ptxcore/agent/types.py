@@ -12,11 +12,13 @@ from typing import Any, Protocol
 from pydantic import Field
 
 from ptxcore.schema import (
+    CampaignLanguage,
     CompileResult,
     EnvironmentInfo,
     EvaluationStatus,
     FrozenModel,
     JudgeResult,
+    Language,
     LLMUsage,
     SassReport,
     StopReason,
@@ -38,17 +40,6 @@ class ContextPolicy(StrEnum):
     """System, then everything else concatenated into one user message without role labels."""
 
 
-class SolutionLanguage(StrEnum):
-    """Languages a trajectory can be asked to write, with their code-fence tag."""
-
-    CUDA = "cuda"
-    TRITON = "triton"
-
-    @property
-    def fence(self) -> str:
-        return "python" if self is SolutionLanguage.TRITON else "cpp"
-
-
 class AgentConfig(FrozenModel):
     """How one trajectory runs."""
 
@@ -58,7 +49,7 @@ class AgentConfig(FrozenModel):
     """Stop early once a correct turn reaches this speedup over the baseline library."""
     context_policy: ContextPolicy = ContextPolicy.FULL
     """What the model sees of earlier turns."""
-    language: SolutionLanguage = SolutionLanguage.CUDA
+    language: CampaignLanguage = Language.CUDA
     """Solution language (decides the expected code fence)."""
     reserve_output_tokens: int = Field(default=0, ge=0)
     """Tokens kept free for the answer when checking the context window (usually the decoding max_tokens)."""
@@ -112,7 +103,7 @@ class TurnEvaluation(FrozenModel):
     """Did the target instructions execute."""
     speedup: float | None = None
     """reference / candidate latency, correct turns only."""
-    gpu: str = ""
+    gpu: str | None = None
     """GPU the turn was judged on (empty when not evaluated)."""
     environment: EnvironmentInfo = Field(default_factory=EnvironmentInfo)
     """Where it was judged."""

@@ -5,9 +5,11 @@ from .registry import (
     Architecture,
     InstructionFamily,
     UnknownArchitectureError,
+    architecture_for_capability,
     get_architecture,
 )
 
 __all__ = [
-    "ARCHITECTURES", "Architecture", "InstructionFamily", "UnknownArchitectureError", "get_architecture",
+    "ARCHITECTURES", "Architecture", "InstructionFamily", "UnknownArchitectureError", "architecture_for_capability",
+    "get_architecture",
 ]

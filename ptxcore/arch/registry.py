@@ -64,6 +64,8 @@ class Architecture:
     key: str
     sm: str
     compute: str
+    compute_capability: tuple[int, int]
+    """CUDA compute capability of the GPUs that run this architecture's code (major, minor)."""
     aliases: tuple[str, ...]
     target_hardware: tuple[str, ...]
     tag: str
@@ -84,6 +86,7 @@ ARCHITECTURES: dict[str, Architecture] = {
         key="hopper",
         sm="sm_90a",
         compute="compute_90a",
+        compute_capability=(9, 0),
         aliases=("h100", "h200", "h800", "sm_90a", "sm90a", "sm_90"),
         target_hardware=("H100",),
         tag="H",
@@ -93,6 +96,7 @@ ARCHITECTURES: dict[str, Architecture] = {
         key="blackwell",
         sm="sm_100a",
         compute="compute_100a",
+        compute_capability=(10, 0),
         aliases=("b200", "b100", "gb200", "sm_100a", "sm100a", "sm_100"),
         target_hardware=("Blackwell",),
         tag="B",
@@ -110,3 +114,11 @@ def get_architecture(name: str) -> Architecture:
             return arch
     known = ", ".join(sorted(ARCHITECTURES))
     raise UnknownArchitectureError(f"unknown architecture {name!r} (known: {known}; aliases like h100, b200)")
+
+
+def architecture_for_capability(capability: tuple[int, int]) -> Architecture | None:
+    """The architecture whose code a GPU of this compute capability runs (None: none we judge for)."""
+    for arch in ARCHITECTURES.values():
+        if arch.compute_capability == tuple(capability):
+            return arch
+    return None

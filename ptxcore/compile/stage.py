@@ -31,6 +31,17 @@ class CompiledCandidate:
     sass: SassReport | None
 
 
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes (the built shared object's identity)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def source_sha256(source: str) -> str:
     """Identity of a candidate source (the project-wide text hash)."""
     return text_sha256(source)
@@ -74,6 +85,7 @@ def _build(source: str, options: BuildOptions, key: str, cache: CompileCache) ->
         report = inspect_binary(workdir / ARTIFACT_FILE, options.arch)
         (workdir / "sass.json").write_text(report.model_dump_json(indent=1))
         result["cubin_sha256"] = device_code_sha256(workdir / ARTIFACT_FILE)
+        result["artifact_sha256"] = file_sha256(workdir / ARTIFACT_FILE)
     src.unlink()
     cache.publish(key, workdir, result)
     return result

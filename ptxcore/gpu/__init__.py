@@ -1,5 +1,13 @@
 """ptxcore.gpu: the GPU judge (see ARCHITECTURE.md "Evaluation protocol").
 
+Rooms, named for who runs where:
+  pipeline/  the judge's process: the stages of one judgement and the JudgeResult they fold into
+  harness/   the judge's process: workload and reference tensors, buffers shared with the child,
+             comparisons, timing, monitoring, the child's parent side, memcheck and ncu runs
+  child/     the candidate's process: loads and calls one candidate (light imports)
+  service/   the profiling service (HTTP front, one persistent worker process per GPU)
+  probe.py   the one GPU probe; messages.py the typed pipe messages; config.py the protocol's knobs
+
 Importing this package works on a CPU machine: torch, cupy, cupti and tvm_ffi are imported lazily inside
 the functions that need them.
 
@@ -10,29 +18,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .errors import BaselineUnavailableError, InfraError, NoGPUError
+from ptxcore.gpu.errors import BaselineUnavailableError, InfraError, NoGPUError
+from ptxcore.gpu.probe import gpu_architectures, gpu_available, visible_gpus
 
 if TYPE_CHECKING:
     from ptxcore.arch import Architecture
+    from ptxcore.compile import CompiledCandidate
+    from ptxcore.gpu.config import JudgeConfig
     from ptxcore.problems import Problem
     from ptxcore.schema import JudgeResult
-
-    from .config import JudgeConfig
 
 
 def __getattr__(name: str):  # noqa: ANN202 - lazy: the candidate child imports this package without pydantic
     if name == "JudgeConfig":
-        from .config import JudgeConfig
+        from ptxcore.gpu.config import JudgeConfig
 
         return JudgeConfig
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def gpu_available() -> bool:
-    """True when the CUDA driver is present and reports at least one device (no torch import)."""
-    from .driver import gpu_available as _available
-
-    return _available()
 
 
 def judge_candidate(
@@ -41,17 +43,19 @@ def judge_candidate(
     arch: Architecture,
     config: JudgeConfig | None = None,
     workload_uuid: str | None = None,
+    compiled: CompiledCandidate | None = None,
 ) -> JudgeResult:
-    """Judge one candidate on this host's GPU with the process-wide default engine.
+    """Judge one candidate on this host's GPU with the process-wide judge of this configuration.
 
-    Raises NoGPUError when there is no GPU; every candidate fault is a returned verdict.
+    `compiled`: the CPU stage's build of the same source, reused when its artifact verifies (no second
+    nvcc). Raises NoGPUError when there is no GPU; every candidate fault is a returned verdict.
     """
-    from .engine import default_engine
+    from ptxcore.gpu.pipeline.judge import default_judge
 
-    return default_engine(config).judge(source, problem, arch, workload_uuid=workload_uuid)
+    return default_judge(config).judge(source, problem, arch, workload_uuid=workload_uuid, compiled=compiled)
 
 
 __all__ = [
-    "JudgeConfig", "judge_candidate", "gpu_available", "NoGPUError", "InfraError",
-    "BaselineUnavailableError",
+    "JudgeConfig", "judge_candidate", "gpu_available", "gpu_architectures", "visible_gpus", "NoGPUError",
+    "InfraError", "BaselineUnavailableError",
 ]

@@ -46,6 +46,11 @@ class Problem:
         return self.definition.name
 
     @property
+    def is_causal(self) -> bool:
+        """Causal attention (the definition's `causal:true` tag, or a `_causal` name)."""
+        return "causal:true" in self.definition.tags or self.name.endswith("_causal")
+
+    @property
     def primary_workload(self) -> Workload:
         return self.workloads[0]
 

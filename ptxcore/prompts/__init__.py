@@ -6,7 +6,7 @@ prompt.system, prompt.user, prompt.sha256, prompt.components
 """
 
 from .assemble import assemble_prompt, definition_text, pack_sections, prompt_sha256, system_sections
-from .models import AssembledPrompt, KernelLanguage, PackComponent, PackLevel, PromptVariant
+from .models import AssembledPrompt, PackComponent, PackLevel, PromptVariant
 from .packs import (
     PackError,
     PackManifest,
@@ -37,7 +37,6 @@ __all__ = [
     "prompt_sha256",
     "system_sections",
     "AssembledPrompt",
-    "KernelLanguage",
     "PackComponent",
     "PackLevel",
     "PromptVariant",

@@ -6,14 +6,8 @@ from enum import StrEnum
 
 from pydantic import Field
 
+from ptxcore.schema import CampaignLanguage, Language
 from ptxcore.schema.base import FrozenModel, NonEmptyString
-
-
-class KernelLanguage(StrEnum):
-    """What the model writes: CUDA C++ with inline PTX, or Triton."""
-
-    CUDA = "cuda"
-    TRITON = "triton"
 
 
 class PackComponent(StrEnum):
@@ -47,7 +41,7 @@ class PromptVariant(FrozenModel):
     """Unique key, e.g. `hopper-pack`."""
     arch: NonEmptyString
     """Architecture key (`hopper`, `blackwell`)."""
-    language: KernelLanguage = KernelLanguage.CUDA
+    language: CampaignLanguage = Language.CUDA
     """What the model writes."""
     level: PackLevel
     """Which pack parts the system message carries."""
@@ -68,7 +62,7 @@ class AssembledPrompt(FrozenModel):
     """Definition name."""
     arch: NonEmptyString
     """Architecture key."""
-    language: KernelLanguage
+    language: CampaignLanguage
     """What the model is asked to write."""
     level: NonEmptyString
     """Canonical level string."""

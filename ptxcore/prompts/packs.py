@@ -19,9 +19,8 @@ from pathlib import Path
 import yaml
 from pydantic import Field, ValidationError
 
+from ptxcore.schema import CampaignLanguage, Language
 from ptxcore.schema.base import FrozenModel, NonEmptyString
-
-from .models import KernelLanguage
 
 
 class PackError(ValueError):
@@ -62,7 +61,7 @@ class PackManifest(FrozenModel):
 
     arch: NonEmptyString
     """Architecture key."""
-    language: KernelLanguage = KernelLanguage.CUDA
+    language: CampaignLanguage = Language.CUDA
     """Kernel language the pack serves."""
     target_line: NonEmptyString
     """The sentence naming the target architecture (last line of the system message)."""
@@ -104,12 +103,12 @@ def _yaml(root: Path, rel: str) -> object:
         raise PackError(f"{rel}: invalid YAML: {exc}") from exc
 
 
-def manifest_path(arch: str, language: KernelLanguage) -> str:
-    return f"{arch}/pack.yaml" if language is KernelLanguage.CUDA else f"triton/{arch}.yaml"
+def manifest_path(arch: str, language: Language) -> str:
+    return f"{arch}/pack.yaml" if language is Language.CUDA else f"triton/{arch}.yaml"
 
 
 @lru_cache(maxsize=16)
-def _load_manifest(root: Path, arch: str, language: KernelLanguage) -> PackManifest:
+def _load_manifest(root: Path, arch: str, language: Language) -> PackManifest:
     rel = manifest_path(arch, language)
     try:
         manifest = PackManifest.model_validate(_yaml(root, rel))
@@ -122,7 +121,7 @@ def _load_manifest(root: Path, arch: str, language: KernelLanguage) -> PackManif
     return manifest
 
 
-def load_manifest(arch: str, language: KernelLanguage, root: Path | None = None) -> PackManifest:
+def load_manifest(arch: str, language: Language, root: Path | None = None) -> PackManifest:
     """The manifest of the (arch, language) pack."""
     return _load_manifest((root or default_pack_root()).resolve(), arch, language)
 
@@ -178,11 +177,11 @@ def _join_docs(root: Path, files: tuple[str, ...]) -> str:
     return "\n\n".join(_read(root, rel).rstrip() + "\n" for rel in files)
 
 
-def load_pack(arch: str, language: KernelLanguage, root: Path | None = None) -> PackText:
+def load_pack(arch: str, language: Language, root: Path | None = None) -> PackText:
     """Read and render every component of a pack."""
     root = (root or default_pack_root()).resolve()
     m = load_manifest(arch, language, root)
-    example_lang = "cpp" if language is KernelLanguage.CUDA else "python"
+    example_lang = "cpp" if language is Language.CUDA else "python"
     example = (
         "# Solution example\n\nThe required file structure and binding, on a trivial operator:\n\n"
         + _fence(example_lang, Path(m.example).name, _read(root, m.example))

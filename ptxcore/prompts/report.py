@@ -7,9 +7,9 @@ from pathlib import Path
 
 from pydantic import Field
 
+from ptxcore.schema import CampaignLanguage, Language
 from ptxcore.schema.base import FrozenModel, NonEmptyString
 
-from .models import KernelLanguage
 from .packs import load_pack
 from .tokens import TokenCounter, default_counter
 
@@ -21,7 +21,7 @@ class PackTokens(FrozenModel):
 
     arch: NonEmptyString
     """Architecture key."""
-    language: KernelLanguage
+    language: CampaignLanguage
     """Kernel language of the pack."""
     hardware: NonEmptyString
     """Column label (H100, B200)."""
@@ -51,7 +51,7 @@ class PackTokens(FrozenModel):
 
 def pack_tokens(
     arch: str,
-    language: KernelLanguage = KernelLanguage.CUDA,
+    language: Language = Language.CUDA,
     counter: TokenCounter | None = None,
     root: Path | None = None,
 ) -> PackTokens:

@@ -8,7 +8,9 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from .models import KernelLanguage, PackComponent, PackLevel, PromptVariant
+from ptxcore.schema import Language
+
+from .models import PackComponent, PackLevel, PromptVariant
 from .packs import PackError, default_pack_root, load_manifest
 
 VARIANTS_DIR = "variants"
@@ -133,7 +135,7 @@ def list_variants(
     arch: str | None = None, language: str | None = None, root: Path | None = None
 ) -> list[PromptVariant]:
     """Variants, optionally filtered by architecture key and language, sorted by name."""
-    lang = KernelLanguage(language) if language is not None else None
+    lang = Language(language) if language is not None else None
     return sorted(
         (
             v
@@ -146,7 +148,7 @@ def list_variants(
 
 def default_variants(arch: str, language: str = "cuda", root: Path | None = None) -> list[str]:
     """Names of the three default variants of (arch, language), in file order."""
-    lang = KernelLanguage(language)
+    lang = Language(language)
     names = [
         v.name for v in all_variants(root).values() if v.default and v.arch == arch and v.language is lang
     ]

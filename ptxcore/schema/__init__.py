@@ -4,7 +4,9 @@ from .base import SCHEMA_VERSION, FrozenModel
 from .campaign import CampaignRecord, StopReason, TrajectoryRecord
 from .definition import AxisConst, AxisVar, Definition, TensorSpec
 from .enums import (
+    CAMPAIGN_LANGUAGES,
     Binding,
+    CampaignLanguage,
     CompileStatus,
     DType,
     EvaluationStatus,
@@ -15,11 +17,14 @@ from .enums import (
 from .hashing import text_sha256
 from .records import (
     CompileResult,
+    CorrectnessStats,
     EnvironmentInfo,
+    JudgeCorrectness,
     JudgeResult,
     KernelResources,
     LLMUsage,
     PtxasResources,
+    RecordedVerdict,
     SanitizerSummary,
     SassReport,
     TargetInstructionEvidence,
@@ -31,9 +36,9 @@ from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
 
 __all__ = [
     "SCHEMA_VERSION", "FrozenModel", "text_sha256", "CampaignRecord", "StopReason", "TrajectoryRecord", "AxisConst", "AxisVar", "Definition", "TensorSpec",
-    "Binding", "CompileStatus", "DType", "EvaluationStatus", "Language", "StaticTarget",
+    "CAMPAIGN_LANGUAGES", "CampaignLanguage", "CorrectnessStats", "JudgeCorrectness", "Binding", "CompileStatus", "DType", "EvaluationStatus", "Language", "StaticTarget",
     "TargetInstruction", "CompileResult", "EnvironmentInfo", "JudgeResult", "KernelResources",
-    "LLMUsage", "PtxasResources", "SanitizerSummary", "SassReport", "TargetInstructionEvidence",
+    "LLMUsage", "PtxasResources", "RecordedVerdict", "SanitizerSummary", "SassReport", "TargetInstructionEvidence",
     "TurnRecord", "BuildSpec", "SourceFile", "Solution", "Correctness", "Environment",
     "Evaluation", "Performance", "Trace", "RandomInput", "SafetensorsInput", "ScalarInput", "Workload",
 ]

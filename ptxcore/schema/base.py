@@ -8,8 +8,9 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 
 NonEmptyString = Annotated[str, StringConstraints(min_length=1)]
 
-SCHEMA_VERSION = 1
-"""Version of our record schema (bumped on any incompatible field change)."""
+SCHEMA_VERSION = 2
+"""Version of our record schema (bumped on any incompatible field change; v1 -> v2: typed statistics and
+None for unmeasured values, see migrate.py)."""
 
 
 class FrozenModel(BaseModel):

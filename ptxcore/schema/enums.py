@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from enum import Enum
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 
 class EvaluationStatus(str, Enum):
@@ -26,14 +29,27 @@ class EvaluationStatus(str, Enum):
     """No GPU judge was available; the turn carries no correctness or timing."""
     EXTRACTION_ERROR = "EXTRACTION_ERROR"
     """The model's answer held no single code block to judge (counts against the model)."""
+    SANITIZE_CLEAN = "SANITIZE_CLEAN"
+    """Tool-only service task (/sanitize): memcheck found no error. Correctness was not judged."""
+    PROFILED = "PROFILED"
+    """Tool-only service task (/profile): target-instruction evidence only. Correctness was not judged."""
 
     @property
     def counts_against_model(self) -> bool:
-        return self not in (EvaluationStatus.INFRA_ERROR, EvaluationStatus.NOT_EVALUATED)
+        return self not in _NOT_A_VERDICT
+
+    @property
+    def is_tool_only(self) -> bool:
+        """A status of a tool-only service task, never of a turn."""
+        return self in (EvaluationStatus.SANITIZE_CLEAN, EvaluationStatus.PROFILED)
 
     @property
     def is_correct(self) -> bool:
         return self is EvaluationStatus.PASSED
+
+
+_NOT_A_VERDICT = frozenset({EvaluationStatus.INFRA_ERROR, EvaluationStatus.NOT_EVALUATED,
+                            EvaluationStatus.SANITIZE_CLEAN, EvaluationStatus.PROFILED})
 
 
 class CompileStatus(str, Enum):
@@ -43,12 +59,15 @@ class CompileStatus(str, Enum):
     COMPILE_ERROR = "COMPILE_ERROR"
     REJECTED = "REJECTED"
 
+    @property
+    def verdict(self) -> EvaluationStatus | None:
+        """Fold rule 1, the only copy: the final verdict of a kernel that did not build (no judge runs);
+        None for a compiled kernel, whose verdict is the judge's."""
+        return _COMPILE_VERDICT.get(self)
 
-class StaticTarget(str, Enum):
-    """Static (disassembly) verdict: are the target instruction families in the binary at all."""
 
-    PRESENT = "present"
-    ABSENT = "absent"
+_COMPILE_VERDICT = {CompileStatus.COMPILE_ERROR: EvaluationStatus.COMPILE_ERROR,
+                    CompileStatus.REJECTED: EvaluationStatus.REJECTED}
 
 
 class TargetInstruction(str, Enum):
@@ -60,14 +79,53 @@ class TargetInstruction(str, Enum):
     UNKNOWN = "unknown"
 
 
+class StaticTarget(str, Enum):
+    """Static (disassembly) verdict: are the target instruction families in the binary at all."""
+
+    PRESENT = "present"
+    ABSENT = "absent"
+
+    @staticmethod
+    def instruction(static: StaticTarget | None) -> TargetInstruction:
+        """Fold rule 2, the only copy: what is known without running. Absent families are a proof of
+        absence; present ones (or no binary inspected) say nothing about execution."""
+        return TargetInstruction.ABSENT if static is StaticTarget.ABSENT else TargetInstruction.UNKNOWN
+
+
 class Language(str, Enum):
-    """Solution languages (FlashInfer-Trace's set)."""
+    """Solution languages (FlashInfer-Trace's set). The one language enum: prompts, campaigns, the agent's
+    code fence and the judge all use it; a campaign asks for `cuda` (C++ with inline PTX) or `triton`."""
 
     PYTHON = "python"
     TRITON = "triton"
     CPP = "cpp"
     CUDA = "cuda"
     TILELANG = "tilelang"
+
+    @property
+    def fence(self) -> str:
+        """The code-fence tag an answer in this language uses."""
+        return "cpp" if self in (Language.CUDA, Language.CPP) else "python"
+
+    @property
+    def source_file(self) -> str:
+        """The candidate's file name (the solution entry point's file)."""
+        return "kernel.cu" if self in (Language.CUDA, Language.CPP) else "kernel.py"
+
+
+CAMPAIGN_LANGUAGES = (Language.CUDA, Language.TRITON)
+"""Languages a campaign (and a prompt variant) can ask a model to write."""
+
+
+def _campaign_language(value: Language) -> Language:
+    if value not in CAMPAIGN_LANGUAGES:
+        raise ValueError(f"language {value.value!r}: a campaign asks for one of "
+                         f"{', '.join(x.value for x in CAMPAIGN_LANGUAGES)}")
+    return value
+
+
+CampaignLanguage = Annotated[Language, AfterValidator(_campaign_language)]
+"""A Language field that accepts only what a model is asked to write (cuda, triton)."""
 
 
 class Binding(str, Enum):

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from .base import SCHEMA_VERSION, FrozenModel
 from .enums import CompileStatus, EvaluationStatus, StaticTarget, TargetInstruction
+from .migrate import empty_to_none, migrate_correctness, migrate_environment
 from .trace import Correctness, Performance
 
 
@@ -67,22 +68,32 @@ class CompileResult(FrozenModel):
     """Architecture key, e.g. hopper."""
     flags: list[str] = Field(default_factory=list)
     """The nvcc command line (without input and output paths)."""
-    toolkit_version: str = ""
-    """nvcc release, e.g. 13.0.88."""
+    toolkit_version: str | None = None
+    """nvcc release, e.g. 13.0.88 (None when the toolkit was not run)."""
     log: str = ""
     """Compiler output, trimmed for feedback."""
     reason: str = ""
     """One line: why rejected or what failed."""
     resources: PtxasResources = Field(default_factory=PtxasResources)
     """Parsed ptxas report."""
-    cache_key: str = ""
-    """Content address of the build (source + flags + toolkit)."""
-    cubin_sha256: str = ""
-    """sha256 of the built device code (empty when not compiled)."""
+    cache_key: str | None = None
+    """Content address of the build (source + flags + toolkit); None when nothing was built."""
+    cubin_sha256: str | None = None
+    """sha256 of the built device code (None when not compiled)."""
+    artifact_sha256: str | None = None
+    """sha256 of the whole built shared object: a GPU host reuses the build only when its file matches."""
     cache_hit: bool = False
     """The result was served from the compile cache (no nvcc ran)."""
     duration_s: float = 0.0
     """Wall time of the compile stage, seconds."""
+
+    _empty = field_validator("toolkit_version", "cache_key", "cubin_sha256", "artifact_sha256",
+                             mode="before")(empty_to_none)
+
+    @property
+    def verdict(self) -> EvaluationStatus | None:
+        """The turn's final verdict when the kernel did not build; None when it compiled."""
+        return self.status.verdict
 
 
 class SassReport(FrozenModel):
@@ -105,6 +116,11 @@ class SassReport(FrozenModel):
     required_families: list[str] = Field(default_factory=list)
     """Families that satisfy the target for this architecture."""
 
+    @property
+    def static_instruction(self) -> TargetInstruction:
+        """What this binary proves without running it (fold rule 2)."""
+        return StaticTarget.instruction(self.target_static)
+
 
 class TargetInstructionEvidence(FrozenModel):
     """Did the target instructions execute: static verdict, then Nsight Compute counts."""
@@ -123,10 +139,20 @@ class TargetInstructionEvidence(FrozenModel):
     """Tool and version that produced the counts."""
     reason: str = ""
     """Why unknown, or notes."""
-    source_sha256: str = ""
-    """Cache key part 1."""
-    cubin_sha256: str = ""
-    """Cache key part 2."""
+    source_sha256: str | None = None
+    """Cache key part 1 (None when no source was judged)."""
+    cubin_sha256: str | None = None
+    """Cache key part 2 (None when nothing was built)."""
+
+    _empty = field_validator("source_sha256", "cubin_sha256", mode="before")(empty_to_none)
+
+    @classmethod
+    def from_static(cls, sass: SassReport | None, reason: str, source_sha256: str | None = None,
+                    cubin_sha256: str | None = None) -> TargetInstructionEvidence:
+        """Evidence from the static SASS alone (nothing was profiled): absent or unknown."""
+        static = sass.target_static if sass is not None else None
+        return cls(status=StaticTarget.instruction(static), static=static, reason=reason,
+                   source_sha256=source_sha256, cubin_sha256=cubin_sha256)
 
 
 class SanitizerSummary(FrozenModel):
@@ -141,28 +167,106 @@ class SanitizerSummary(FrozenModel):
 
 
 class EnvironmentInfo(FrozenModel):
-    """Where a judgement was made."""
+    """Where a judgement was made. None: not known / not measured (e.g. no GPU judged the turn)."""
 
-    gpu_name: str = ""
+    schema_version: int = SCHEMA_VERSION
+    """Record schema version (v1 kept versions and protocol facts in a string dict `extra`)."""
+    gpu_name: str | None = None
     """e.g. NVIDIA H200."""
-    driver_version: str = ""
+    driver_version: str | None = None
     """NVIDIA driver."""
-    cuda_toolkit: str = ""
+    cuda_toolkit: str | None = None
     """nvcc release."""
-    torch_version: str = ""
+    torch_version: str | None = None
     """torch.__version__ on the judge."""
-    sm_clock_mhz_before: int = 0
-    """SM clock before timing."""
-    sm_clock_mhz_after: int = 0
-    """SM clock after timing."""
-    temperature_c_before: int = 0
-    """GPU temperature before timing."""
-    temperature_c_after: int = 0
-    """GPU temperature after timing."""
+    sm_clock_mhz_before: int | None = None
+    """SM clock before timing, MHz."""
+    sm_clock_mhz_after: int | None = None
+    """SM clock after timing, MHz."""
+    temperature_c_before: int | None = None
+    """GPU temperature before timing, degrees C."""
+    temperature_c_after: int | None = None
+    """GPU temperature after timing, degrees C."""
     throttle_reasons: list[str] = Field(default_factory=list)
     """Active clock-throttle reasons seen during timing (empty when clean)."""
-    extra: dict[str, str] = Field(default_factory=dict)
-    """Further versions (cupy, tvm_ffi, ncu)."""
+    library_versions: dict[str, str] = Field(default_factory=dict)
+    """Further versions, by library: cupy, tvm_ffi, cuda_driver_api, the baseline library (flashinfer)."""
+    env_stream_ids: list[int] = Field(default_factory=list)
+    """CUPTI ids of the TVM-FFI environment stream the candidate had to launch on."""
+    trial_medians_ms: list[float] = Field(default_factory=list)
+    """Median kernel time of each timed trial, ms (the latency is their mean)."""
+    persisting_l2_resets: int | None = None
+    """Calls after which the judge had to clear a persisting-L2 set-aside the candidate left behind."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _v1(cls, data: Any) -> Any:
+        return migrate_environment(data)
+
+
+class CorrectnessStats(FrozenModel):
+    """What the comparisons of one judgement found, over every output and every compared call."""
+
+    trials: int = Field(ge=0)
+    """Correctness trials compared (fresh seeded inputs each)."""
+    matched_ratio: float
+    """Fraction of elements within tolerance (NaN when an output held NaN)."""
+    allclose: bool
+    """The strict torch.allclose verdict over the same elements (stored so SQL can re-judge)."""
+    mismatched: int = Field(ge=0)
+    """Elements outside `abs > atol AND rel > rtol`."""
+    numel: int = Field(ge=0)
+    """Elements compared."""
+    nan_count: int = Field(ge=0)
+    """NaN elements in the outputs."""
+    inf_count: int = Field(ge=0)
+    """Infinite elements in the outputs."""
+    timed_calls_verified: int = Field(ge=0)
+    """Warm-up and timed calls whose outputs were compared as well."""
+    timed_calls_passed: int = Field(ge=0)
+    """Of those, the calls whose outputs were correct."""
+
+
+class JudgeCorrectness(FrozenModel):
+    """Numerical agreement with the reference (FlashInfer-Trace's Correctness, with typed statistics)."""
+
+    max_relative_error: float = 0.0
+    """Largest |out-ref| / |ref| over all elements and trials."""
+    max_absolute_error: float = 0.0
+    """Largest |out-ref| over all elements and trials."""
+    stats: CorrectnessStats | None = None
+    """Matched ratio, strict allclose, counts (None when no call was compared)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _v1(cls, data: Any) -> Any:
+        return migrate_correctness(data)
+
+    def to_trace(self) -> Correctness:
+        """FlashInfer-Trace's Correctness: the statistics go to `extra`, as v1 wrote them."""
+        extra = self.stats.model_dump(mode="json") if self.stats is not None else None
+        return Correctness(max_relative_error=self.max_relative_error, max_absolute_error=self.max_absolute_error,
+                           extra=extra)
+
+
+class RecordedVerdict(FrozenModel):
+    """Where a reused verdict came from: it was reached earlier on a GPU, not in this judgement."""
+
+    source: str
+    """The recorded-verdict folder (FlashInfer-Trace) it was read from."""
+    trace_sha256: str
+    """sha256 of the trace line (its identity in that folder)."""
+    gpu_name: str
+    """GPU the verdict was reached on."""
+    driver_version: str | None = None
+    """Its driver."""
+    judged_at: str
+    """When (ISO-8601)."""
+
+
+_CARRIES_CORRECTNESS = frozenset({EvaluationStatus.PASSED, EvaluationStatus.INCORRECT_NUMERICAL})
+_RAN_NOTHING = frozenset({EvaluationStatus.COMPILE_ERROR, EvaluationStatus.NOT_EVALUATED,
+                          EvaluationStatus.EXTRACTION_ERROR})
 
 
 class JudgeResult(FrozenModel):
@@ -176,12 +280,13 @@ class JudgeResult(FrozenModel):
     """One line: why (for anything but PASSED)."""
     definition: str
     """Problem name."""
-    workload_uuid: str = ""
-    """Workload judged."""
+    workload_uuid: str | None = None
+    """Workload judged (None when no workload was resolved)."""
     arch: str
     """Architecture key."""
-    correctness: Correctness | None = None
-    """Numerical statistics."""
+    correctness: JudgeCorrectness | None = None
+    """Numerical statistics (present for PASSED and INCORRECT_NUMERICAL; for RUNTIME_ERROR, TIMEOUT,
+    REWARD_HACK and a REJECTED found at run time when calls were compared before the fault)."""
     performance: Performance | None = None
     """Timing (correct candidates only)."""
     sanitizer: SanitizerSummary | None = None
@@ -198,6 +303,24 @@ class JudgeResult(FrozenModel):
     """Wall time per stage (build, sanitizer, correctness, timing, ncu)."""
     log: str = ""
     """Trimmed log for feedback."""
+    recorded: RecordedVerdict | None = None
+    """Set when this verdict was not reached now but reused from an earlier GPU judgement (route recorded:)."""
+
+    _empty = field_validator("workload_uuid", mode="before")(empty_to_none)
+
+    @model_validator(mode="after")
+    def _status_fields(self) -> JudgeResult:
+        """FlashInfer-Trace's invariants, extended to our statuses: PASSED carries correctness and
+        performance, INCORRECT_NUMERICAL correctness only, no other status performance; a kernel that never
+        ran carries no correctness."""
+        s = self.status
+        if s in _CARRIES_CORRECTNESS and self.correctness is None:
+            raise ValueError(f"a {s.value} result must carry correctness")
+        if (s is EvaluationStatus.PASSED) != (self.performance is not None):
+            raise ValueError("performance belongs to PASSED results only, and every PASSED result has it")
+        if s in _RAN_NOTHING and self.correctness is not None:
+            raise ValueError(f"a {s.value} result ran no call, so it carries no correctness")
+        return self
 
 
 class LLMUsage(FrozenModel):
@@ -232,8 +355,8 @@ class TurnRecord(FrozenModel):
     """litellm model string."""
     arch: str
     """Architecture key."""
-    gpu: str
-    """GPU model the turn was judged on (empty when not evaluated)."""
+    gpu: str | None
+    """GPU model the turn was judged on (None when no GPU judged it)."""
     prompt_variant: str
     """Prompt variant name."""
     problem: str
@@ -266,6 +389,8 @@ class TurnRecord(FrozenModel):
     """Where it was judged."""
     created_at: str = ""
     """ISO-8601 time."""
+
+    _empty = field_validator("gpu", mode="before")(empty_to_none)
 
     @property
     def key(self) -> tuple[str, str, int]:

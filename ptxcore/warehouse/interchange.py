@@ -1,14 +1,9 @@
 """FlashInfer-Trace interchange: export a campaign's evaluations as a dataset folder, import one.
 
-Dataset layout written (FlashInfer-Trace's):
-    definitions/<op_type>/<definition>.json
-    workloads/<op_type>/<definition>.jsonl                 workload traces (no solution, no evaluation)
-    solutions/<author>/<op_type>/<definition>/<name>.json  one per distinct kernel text
-    traces/<author>/<op_type>/<definition>.jsonl           one trace per judged turn
+Dataset layout written: FlashInfer-Trace's (ptxcore.problems.traceset), one trace per judged turn.
 
 Exported: every turn with a judge envelope and kernel text, except NOT_EVALUATED and INFRA_ERROR (no
 verdict about the kernel exists). REJECTED and REWARD_HACK are our status extensions and are kept.
-A solution is named `<author>_<first 12 hex of the kernel sha256>`, so equal kernels share one file.
 Import reads any such folder (also `problems/`): `*.json` under definitions/ and solutions/, `*.jsonl`
 under workloads/ and traces/, at any depth; every line is validated and an error names file and line.
 """
@@ -16,26 +11,11 @@ under workloads/ and traces/, at any depth; every line is validated and an error
 from __future__ import annotations
 
 import json
-import re
-from collections import defaultdict
-from datetime import UTC, datetime
 from pathlib import Path
 
-from ptxcore.problems import Problem, ProblemNotFoundError, get_problem
-from ptxcore.schema import (
-    Binding,
-    BuildSpec,
-    Definition,
-    Environment,
-    Evaluation,
-    EvaluationStatus,
-    Language,
-    Solution,
-    SourceFile,
-    Trace,
-    TurnRecord,
-    text_sha256,
-)
+from ptxcore.problems import Problem, ProblemNotFoundError, get_problem, traceset
+from ptxcore.problems.traceset import JudgedKernel, TraceSetWriter
+from ptxcore.schema import Definition, EvaluationStatus, Solution, Trace, TurnRecord, text_sha256
 
 from .store import Warehouse, WarehouseError
 
@@ -46,41 +26,19 @@ class InterchangeError(ValueError):
     """A dataset file is not valid FlashInfer-Trace; the message names file and line."""
 
 
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "unknown"
+def judged_kernel(rec: TurnRecord) -> JudgedKernel:
+    assert rec.judge is not None and rec.kernel_text is not None
+    return JudgedKernel(author=rec.model, kernel_text=rec.kernel_text, judge=rec.judge, created_at=rec.created_at,
+                        description=f"campaign {rec.campaign_id}, trajectory {rec.trajectory_id}, turn {rec.turn}",
+                        hardware=rec.gpu or rec.arch)
 
 
 def solution_of(rec: TurnRecord) -> Solution:
-    author = slug(rec.model)
-    key = text_sha256(rec.kernel_text or "")
-    hardware = rec.gpu or rec.arch
-    return Solution(
-        name=f"{author}_{key[:12]}", definition=rec.problem, author=rec.model,
-        spec=BuildSpec(language=Language.CUDA, target_hardware=[hardware], entry_point="kernel.cu::run",
-                       binding=Binding.TVM_FFI),
-        sources=[SourceFile(path="kernel.cu", content=rec.kernel_text or "")],
-        description=f"campaign {rec.campaign_id}, trajectory {rec.trajectory_id}, turn {rec.turn}",
-    )
+    return traceset.solution_of(judged_kernel(rec))
 
 
 def trace_of(rec: TurnRecord, problem: Problem, solution: Solution) -> Trace:
-    judge = rec.judge
-    assert judge is not None
-    env = judge.environment
-    libs = {k: v for k, v in {"driver": env.driver_version, "cuda": env.cuda_toolkit,
-                              "torch": env.torch_version, **env.extra}.items() if v}
-    evaluation = Evaluation(
-        status=judge.status, environment=Environment(hardware=env.gpu_name or rec.gpu or rec.arch, libs=libs),
-        timestamp=rec.created_at or datetime.now(UTC).isoformat(timespec="seconds"),
-        log=judge.log or judge.reason, correctness=judge.correctness, performance=judge.performance,
-    )
-    workload = problem.workload(judge.workload_uuid or None)
-    return Trace(definition=rec.problem, workload=workload, solution=solution.name, evaluation=evaluation)
-
-
-def _write_jsonl(path: Path, lines: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in lines))
+    return traceset.trace_of(judged_kernel(rec), problem, solution)
 
 
 def export_campaign_traces(wh: Warehouse, campaign_id: str, out_dir: Path,
@@ -89,49 +47,18 @@ def export_campaign_traces(wh: Warehouse, campaign_id: str, out_dir: Path,
     turns = wh.turns(campaign_id)
     if not turns:
         raise WarehouseError(f"campaign {campaign_id!r} has no turns")
-    problems, solutions, traces, skipped = _collect(turns, problems_root)
-    _write_dataset(Path(out_dir), problems, solutions, traces)
-    return {"traces": sum(map(len, traces.values())), "solutions": len(solutions),
-            "definitions": len(problems), "skipped_turns": skipped}
-
-
-def _collect(turns: list[TurnRecord], problems_root: Path | None):
-    """(problems by name, solutions by (author, op, definition, name), trace lines by (author, op, definition), skipped)."""
-    problems: dict[str, Problem] = {}
-    solutions: dict[tuple[str, str, str, str], Solution] = {}
-    traces: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-    skipped = 0
+    writer, skipped = TraceSetWriter(), 0
     for rec in turns:
         if rec.judge is None or rec.kernel_text is None or rec.judge.status in _NO_VERDICT:
             skipped += 1
             continue
         try:
-            problem = problems.get(rec.problem) or get_problem(rec.problem, problems_root)
-            sol = solution_of(rec)
-            trace = trace_of(rec, problem, sol)
+            writer.add(judged_kernel(rec), writer.problems.get(rec.problem) or get_problem(rec.problem, problems_root))
         except ProblemNotFoundError:  # problem or workload not in this catalog
             skipped += 1
-            continue
-        problems[rec.problem] = problem
-        where = (slug(rec.model), problem.definition.op_type, rec.problem)
-        solutions[(*where, sol.name)] = sol
-        traces[where].append(trace.model_dump_json())
-    return problems, solutions, traces, skipped
-
-
-def _write_dataset(out_dir: Path, problems: dict[str, Problem], solutions: dict, traces: dict) -> None:
-    for name, problem in problems.items():
-        op = problem.definition.op_type
-        (out_dir / "definitions" / op).mkdir(parents=True, exist_ok=True)
-        (out_dir / "definitions" / op / f"{name}.json").write_text(problem.definition.model_dump_json(indent=1))
-        _write_jsonl(out_dir / "workloads" / op / f"{name}.jsonl",
-                     [Trace(definition=name, workload=w).model_dump_json() for w in problem.workloads])
-    for (author, op, definition, name), sol in solutions.items():
-        path = out_dir / "solutions" / author / op / definition / f"{name}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(sol.model_dump_json(indent=1, exclude_none=True))
-    for (author, op, definition), lines in traces.items():
-        _write_jsonl(out_dir / "traces" / author / op / f"{definition}.jsonl", lines)
+    writer.write(Path(out_dir))
+    return {"traces": writer.count, "solutions": len(writer.solutions), "definitions": len(writer.problems),
+            "skipped_turns": skipped}
 
 
 def _json_files(root: Path, sub: str, suffix: str) -> list[Path]:

@@ -62,7 +62,7 @@ def turn_row(rec: TurnRecord, environment_sha256: str) -> dict[str, Any]:
 def evaluation_row(rec: TurnRecord, judge: JudgeResult, environment_sha256: str) -> dict[str, Any]:
     """The judge envelope flattened into one `evaluations` row (raw JSON kept for re-judging)."""
     c, p, s = judge.correctness, judge.performance, judge.sanitizer
-    comp = judge.compile
+    comp = judge.compile or rec.compile
     kernels = comp.resources.kernels if comp else []
     return {
         "campaign_id": rec.campaign_id, "trajectory_id": rec.trajectory_id, "turn": rec.turn,
@@ -70,7 +70,7 @@ def evaluation_row(rec: TurnRecord, judge: JudgeResult, environment_sha256: str)
         "workload_uuid": judge.workload_uuid, "arch": judge.arch,
         "max_absolute_error": c.max_absolute_error if c else None,
         "max_relative_error": c.max_relative_error if c else None,
-        "correctness_extra_json": json.dumps(c.extra) if c and c.extra is not None else None,
+        "correctness_extra_json": c.stats.model_dump_json() if c and c.stats is not None else None,
         "latency_ms": p.latency_ms if p else None,
         "reference_latency_ms": p.reference_latency_ms if p else None,
         "speedup": p.speedup_factor if p else None,

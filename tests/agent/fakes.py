@@ -9,6 +9,7 @@ from ptxcore.schema import (
     CompileResult,
     CompileStatus,
     EvaluationStatus,
+    JudgeCorrectness,
     JudgeResult,
     LLMUsage,
     Performance,
@@ -54,6 +55,7 @@ def passed(speedup: float) -> TurnEvaluation:
     judge = JudgeResult(
         status=EvaluationStatus.PASSED, definition="gemm_n7168_k5120", arch="hopper",
         target_instruction=TargetInstructionEvidence(status=TargetInstruction.EXECUTED),
+        correctness=JudgeCorrectness(max_absolute_error=0.0),
         performance=Performance(latency_ms=1.0 / speedup, reference_latency_ms=1.0, speedup_factor=speedup),
     )
     return TurnEvaluation(status=EvaluationStatus.PASSED, compile=compiled(), judge=judge,

@@ -1,5 +1,6 @@
-from ptxcore.agent import SolutionLanguage, extract_kernel
+from ptxcore.agent import extract_kernel
 from ptxcore.agent.extraction import extraction_feedback
+from ptxcore.schema import Language
 
 
 def test_exactly_one_cpp_block():
@@ -27,9 +28,9 @@ def test_other_language_blocks_do_not_count_and_empty_block_is_ignored():
 
 
 def test_triton_uses_python_fence():
-    e = extract_kernel("```python\nimport triton\n```", SolutionLanguage.TRITON)
+    e = extract_kernel("```python\nimport triton\n```", Language.TRITON)
     assert e.ok and e.fence == "python"
-    assert not extract_kernel("```cpp\nint a;\n```", SolutionLanguage.TRITON).ok
+    assert not extract_kernel("```cpp\nint a;\n```", Language.TRITON).ok
     assert "```python" in extraction_feedback(extract_kernel("no code", "triton"))
 
 

@@ -6,8 +6,8 @@ from ptxcore.agent.feedback import trim
 from ptxcore.schema import (
     CompileResult,
     CompileStatus,
-    Correctness,
     EvaluationStatus,
+    JudgeCorrectness,
     JudgeResult,
     KernelResources,
     Performance,
@@ -34,6 +34,8 @@ def sass(static=StaticTarget.PRESENT) -> SassReport:
 
 def judge(status, **kw) -> JudgeResult:
     kw.setdefault("target_instruction", TargetInstructionEvidence(status=TargetInstruction.UNKNOWN))
+    if status in (EvaluationStatus.PASSED, EvaluationStatus.INCORRECT_NUMERICAL):
+        kw.setdefault("correctness", JudgeCorrectness(max_absolute_error=0.0))
     return JudgeResult(status=status, definition="gemm_n7168_k5120", arch="hopper", **kw)
 
 
@@ -53,7 +55,7 @@ def test_rejected_says_why():
 
 def test_wrong_result_reports_max_errors_and_ptxas_resources():
     j = judge(EvaluationStatus.INCORRECT_NUMERICAL, reason="2.5% of elements mismatch",
-              correctness=Correctness(max_absolute_error=0.75, max_relative_error=3.2))
+              correctness=JudgeCorrectness(max_absolute_error=0.75, max_relative_error=3.2))
     text = format_feedback(fold_evaluation(compiled(), sass(), j), "hopper")
     assert "max_abs_error=0.75, max_rel_error=3.2" in text
     assert "168 registers" in text and "49152 bytes static shared memory" in text and "16 bytes spill stores" in text
@@ -97,10 +99,9 @@ def test_runtime_log_is_trimmed_and_seeds_are_hidden():
 
 def test_triton_turns_are_not_evaluated_rather_than_compile_errors():
     from ptxcore.agent.evaluation import language_verdict
-    from ptxcore.agent.types import SolutionLanguage
-    from ptxcore.schema import EvaluationStatus
+    from ptxcore.schema import EvaluationStatus, Language
 
-    assert language_verdict(SolutionLanguage.CUDA) is None
-    verdict = language_verdict(SolutionLanguage.TRITON)
+    assert language_verdict(Language.CUDA) is None
+    verdict = language_verdict(Language.TRITON)
     assert verdict is not None and verdict.status is EvaluationStatus.NOT_EVALUATED
     assert verdict.compile is None and verdict.speedup is None

@@ -17,9 +17,9 @@ from ptxcore.arch import Architecture
 from ptxcore.compile import CompiledCandidate
 from ptxcore.problems import Problem
 from ptxcore.schema import (
-    Correctness,
     EnvironmentInfo,
     EvaluationStatus,
+    JudgeCorrectness,
     JudgeResult,
     Performance,
     TargetInstruction,
@@ -52,14 +52,14 @@ class FakeJudge:
             return JudgeResult(
                 status=EvaluationStatus.PASSED, definition=problem.name, arch=arch.key, environment=env,
                 target_instruction=TargetInstructionEvidence(status=TargetInstruction.EXECUTED, tool="fake"),
-                correctness=Correctness(max_absolute_error=0.001, max_relative_error=0.002),
+                correctness=JudgeCorrectness(max_absolute_error=0.001, max_relative_error=0.002),
                 performance=Performance(latency_ms=1.0 / s, reference_latency_ms=1.0, speedup_factor=s),
                 compile=compiled.result, sass=compiled.sass,
             )
         return JudgeResult(
             status=EvaluationStatus.INCORRECT_NUMERICAL, reason="mismatch in 100% of elements",
             definition=problem.name, arch=arch.key, environment=env, target_instruction=evidence,
-            correctness=Correctness(max_absolute_error=3.5, max_relative_error=1.0),
+            correctness=JudgeCorrectness(max_absolute_error=3.5, max_relative_error=1.0),
             compile=compiled.result, sass=compiled.sass,
         )
 

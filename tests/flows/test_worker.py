@@ -16,9 +16,9 @@ import pytest
 from flows.campaign import campaign_flow
 from flows.cli.campaign import parse_profilers
 from flows.cli.errors import UserError
+from ptxcore.judge import JudgeRoute, select_judge
 from ptxcore.schema import EvaluationStatus
 from ptxcore.warehouse import Warehouse
-from tasks.judge import select_judge
 from tasks.remote_judge import PrefectWorkerJudge, judge_on_blackwell, judge_on_hopper, worker_task
 
 from .conftest import write_config
@@ -38,7 +38,7 @@ def test_prefect_route_is_accepted_and_selects_the_worker_judge():
     assert parse_profilers(["prefect"]) == {"*": "prefect"}
     with pytest.raises(UserError, match="'prefekt'"):
         parse_profilers(["hopper=prefekt"])
-    judge = select_judge("hopper", "prefect")
+    judge = select_judge(JudgeRoute.parse("prefect"), "hopper")
     assert isinstance(judge, PrefectWorkerJudge) and judge.name == "prefect-worker:hopper"
 
 
@@ -105,8 +105,8 @@ def test_campaign_judges_through_the_worker_with_infra_retry(flow_env, hopper_wo
 def test_infra_failure_survives_pickling_between_worker_and_flow():
     import pickle
 
+    from ptxcore.judge import InfraFailure
     from ptxcore.schema import JudgeResult, TargetInstruction, TargetInstructionEvidence
-    from tasks.judge import InfraFailure
 
     exc = InfraFailure(JudgeResult(status=EvaluationStatus.INFRA_ERROR, reason="driver hiccup", definition="d",
                                    arch="hopper",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from ptxcore.gpu.compare import KERNEL_SOURCE, CompareStats, compare_numpy, gather_reference
+from ptxcore.gpu.harness.compare import KERNEL_SOURCE, CompareStats, compare_numpy, gather_reference
 
 
 def test_mismatch_needs_both_abs_and_rel_over_tolerance():

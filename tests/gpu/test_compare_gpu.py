@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptxcore.gpu.compare import GpuComparator, compare_numpy
+from ptxcore.gpu.harness.compare import GpuComparator, compare_numpy
 
 pytestmark = pytest.mark.gpu
 

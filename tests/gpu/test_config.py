@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from ptxcore.gpu import JudgeConfig
-from ptxcore.gpu.engine import Judge
+from ptxcore.gpu.pipeline.judge import GpuJudge
 from ptxcore.problems import get_problem
 
 
@@ -22,9 +22,9 @@ def test_protocol_defaults():
 
 def test_tolerance_from_problem_unless_overridden(tmp_path):
     p = get_problem("gemm_n7168_k5120")
-    t = Judge(JudgeConfig(cache_dir=tmp_path)).tolerance(p)
+    t = GpuJudge(JudgeConfig(cache_dir=tmp_path)).tolerance(p)
     assert (t.atol, t.rtol, t.matched_ratio) == (0.01, 0.01, 1.0)
-    t = Judge(JudgeConfig(cache_dir=tmp_path, atol=0.1, matched_ratio=0.99)).tolerance(p)
+    t = GpuJudge(JudgeConfig(cache_dir=tmp_path, atol=0.1, matched_ratio=0.99)).tolerance(p)
     assert (t.atol, t.rtol, t.matched_ratio) == (0.1, 0.01, 0.99)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from ptxcore.arch import get_architecture
 from ptxcore.gpu import JudgeConfig
-from ptxcore.gpu.engine import Judge
+from ptxcore.gpu.pipeline.judge import GpuJudge
 from ptxcore.problems import get_problem
 from ptxcore.schema import EvaluationStatus as S
 from ptxcore.schema import TargetInstruction as T
@@ -47,12 +47,12 @@ CONTROLS = [
 
 
 @pytest.fixture(scope="module")
-def judge(tmp_path_factory) -> Judge:
+def judge(tmp_path_factory) -> GpuJudge:
     root = os.environ.get("PTXBENCH_TEST_CACHE")
-    return Judge(JudgeConfig(cache_dir=Path(root) if root else tmp_path_factory.mktemp("judge"), **CONFIG))
+    return GpuJudge(JudgeConfig(cache_dir=Path(root) if root else tmp_path_factory.mktemp("judge"), **CONFIG))
 
 
-def _judge(judge: Judge, name: str, problem: str):
+def _judge(judge: GpuJudge, name: str, problem: str):
     result = judge.judge((CONTROLS_DIR / name).read_text(), get_problem(problem), HOPPER)
     out = os.environ.get("PTXBENCH_CONTROLS_OUT")
     if out:
@@ -64,7 +64,7 @@ def _judge(judge: Judge, name: str, problem: str):
 
 
 @pytest.mark.parametrize("name,problem,status,target", CONTROLS, ids=[c[0][:-3] for c in CONTROLS])
-def test_control(judge: Judge, name: str, problem: str, status: S, target: T | None):
+def test_control(judge: GpuJudge, name: str, problem: str, status: S, target: T | None):
     r = _judge(judge, name, problem)
     assert r.status is status, f"{r.status.value}: {r.reason}\n{r.log[-1500:]}"
     if target is not None:
@@ -75,12 +75,12 @@ def test_control(judge: Judge, name: str, problem: str, status: S, target: T | N
         assert r.sanitizer is not None and r.sanitizer.errors == 0
 
 
-def test_correct_kernel_judged_last_still_passes(judge: Judge):
+def test_correct_kernel_judged_last_still_passes(judge: GpuJudge):
     r = _judge(judge, "01_gemm_cuda_core.cu", GEMM)
     assert r.status is S.PASSED, f"{r.status.value}: {r.reason}"
 
 
-def test_cached_workload_state_is_intact(judge: Judge):
+def test_cached_workload_state_is_intact(judge: GpuJudge):
     assert judge._states, "no workload state was built"
     for state in judge._states.values():
         assert state.verify_integrity() == []

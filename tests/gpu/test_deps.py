@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ptxcore.gpu.deps import ElfError, forbidden_library, needed_libraries, parse_maps
+from ptxcore.gpu.harness.deps import ElfError, forbidden_library, needed_libraries, parse_maps
 
 
 def test_needed_libraries_of_a_real_shared_object():

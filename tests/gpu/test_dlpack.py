@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from ptxcore.gpu.dlpack import KDL_CPU, RawTensor
+from ptxcore.gpu.child.dlpack import KDL_CPU, RawTensor
 
 
 def test_torch_sees_the_same_memory_with_shape_and_dtype():

@@ -12,7 +12,7 @@ import pytest
 
 from ptxcore.arch import get_architecture
 from ptxcore.gpu import JudgeConfig, NoGPUError, judge_candidate
-from ptxcore.gpu.cpu import cpu_stages
+from ptxcore.judge import cpu_stages
 from ptxcore.problems import get_problem
 from ptxcore.schema import EvaluationStatus, StaticTarget
 

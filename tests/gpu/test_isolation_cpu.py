@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ptxcore.gpu import gpu_available
-from ptxcore.gpu.isolation import ChildDied, ChildProcess
+from ptxcore.gpu.harness.isolation import ChildDied, ChildProcess
 
 
 @pytest.mark.skipif(gpu_available(), reason="needs a host without a GPU")

@@ -9,7 +9,7 @@ import pytest
 
 from ptxcore.arch import get_architecture
 from ptxcore.gpu import JudgeConfig
-from ptxcore.gpu.engine import Judge
+from ptxcore.gpu.pipeline.judge import GpuJudge
 from ptxcore.problems import get_problem
 from ptxcore.schema import EvaluationStatus
 
@@ -19,7 +19,7 @@ CONTROLS = Path(__file__).resolve().parents[1] / "fixtures" / "controls"
 
 def test_oob_writer_then_correct_kernel(tmp_path):
     root = os.environ.get("PTXBENCH_TEST_CACHE")
-    judge = Judge(JudgeConfig(cache_dir=Path(root) if root else tmp_path, trials=3, warmup=1, iters=2))
+    judge = GpuJudge(JudgeConfig(cache_dir=Path(root) if root else tmp_path, trials=3, warmup=1, iters=2))
     gemm, hopper = get_problem("gemm_n7168_k5120"), get_architecture("hopper")
     state = judge.workload_state(gemm, None)
     before = dict(state.checksums)

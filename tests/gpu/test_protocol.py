@@ -7,8 +7,8 @@ import signal
 
 import pytest
 
-from ptxcore.gpu.isolation import child_env, describe_exit
-from ptxcore.gpu.protocol import Channel, ChannelClosed, ChannelTimeout
+from ptxcore.gpu.harness.isolation import child_env, describe_exit
+from ptxcore.gpu.messages import Channel, ChannelClosed, ChannelTimeout
 
 
 def _pair() -> tuple[Channel, Channel]:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from ptxcore.gpu.timing import ActivityRecord, CallWindow, assign_records, mean_of_medians_ms, trial_median_ms
+from ptxcore.gpu.child.cupti import (
+    ActivityRecord,
+    CallWindow,
+    assign_records,
+    mean_of_medians_ms,
+    trial_median_ms,
+)
 
 
 def _k(start: int, end: int, stream: int = 7, name: str = "k") -> ActivityRecord:

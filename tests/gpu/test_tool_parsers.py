@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ptxcore.arch import get_architecture
-from ptxcore.gpu.ncu import evidence_from_text, parse_source_page
-from ptxcore.gpu.sanitizer import MemcheckOutcome, parse_memcheck
+from ptxcore.gpu.harness.ncu import evidence_from_text, parse_source_page
+from ptxcore.gpu.harness.sanitizer import MemcheckOutcome, parse_memcheck
 from ptxcore.schema import TargetInstruction
 
 MEMCHECK_ERRORS = """\

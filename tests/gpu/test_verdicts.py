@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ptxcore.gpu.compare import CompareStats
-from ptxcore.gpu.measure import CallRecord, Tolerance
-from ptxcore.gpu.timing import CallTiming
-from ptxcore.gpu.verdicts import (
+from ptxcore.gpu.child.cupti import CallTiming
+from ptxcore.gpu.harness.calls import CallRecord, Tolerance
+from ptxcore.gpu.harness.compare import CompareStats
+from ptxcore.gpu.pipeline.verdicts import (
     correctness_verdict,
     library_verdict,
     stream_verdict,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ptxcore.gpu.workloads import call_args, generate_inputs, resolve_spec
+from ptxcore.gpu.harness.workloads import call_args, generate_inputs, resolve_spec
 from ptxcore.problems import get_problem
 
 

@@ -9,9 +9,9 @@ import pytest
 
 from ptxcore.arch import get_architecture
 from ptxcore.compile import BuildOptions, compile_candidate
-from ptxcore.prompts import KernelLanguage, expand_pack_includes, load_manifest
+from ptxcore.prompts import expand_pack_includes, load_manifest
 from ptxcore.sass import dump_sass, parse_sass
-from ptxcore.schema import CompileStatus, StaticTarget
+from ptxcore.schema import CompileStatus, Language, StaticTarget
 
 from .conftest import KERNELS, PACKS
 
@@ -33,7 +33,7 @@ def wrapper_names(header_text: str) -> set[str]:
 
 
 def pack_headers(arch: str) -> list[str]:
-    return [(PACKS / rel).read_text() for rel in load_manifest(arch, KernelLanguage.CUDA).templates]
+    return [(PACKS / rel).read_text() for rel in load_manifest(arch, Language.CUDA).templates]
 
 
 def exercise_source(arch: str) -> str:

@@ -7,7 +7,6 @@ import pytest
 
 from ptxcore.problems import get_problem
 from ptxcore.prompts import (
-    KernelLanguage,
     PromptVariant,
     assemble_prompt,
     default_variants,
@@ -15,6 +14,7 @@ from ptxcore.prompts import (
     parse_level,
     prompt_sha256,
 )
+from ptxcore.schema import Language
 
 GEMM = "gemm_n7168_k5120"
 
@@ -89,7 +89,7 @@ def test_levels_include_exactly_their_components(words):
 
 def test_triton_prompt_asks_for_python(words):
     prompt = assemble_prompt(load_variant("triton-hopper"), get_problem(GEMM), counter=words)
-    assert prompt.language is KernelLanguage.TRITON
+    assert prompt.language is Language.TRITON
     assert "```python" in prompt.user and "kernel.py" in prompt.system and "TVM_FFI" not in prompt.system
 
 

@@ -2,14 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from ptxcore.prompts import KernelLanguage, PackError, load_manifest, load_pack, load_parameters
+from ptxcore.prompts import PackError, load_manifest, load_pack, load_parameters
+from ptxcore.schema import Language
 
 ARCHS = ["hopper", "blackwell"]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_parameter_names_a_source(arch):
-    sheet = load_parameters(load_manifest(arch, KernelLanguage.CUDA).parameters)
+    sheet = load_parameters(load_manifest(arch, Language.CUDA).parameters)
     rows = [r for s in sheet.sections for r in s.rows]
     assert len(rows) >= 15
     assert all(len(r.source) > 10 for r in rows)
@@ -39,12 +40,12 @@ def test_parameter_rows_without_source_are_rejected(pack_copy):
 def test_missing_pack_file_is_named(pack_copy):
     (pack_copy / "hopper" / "contract_wgmma.md").unlink()
     with pytest.raises(PackError, match="contract_wgmma.md"):
-        load_pack("hopper", KernelLanguage.CUDA, pack_copy)
+        load_pack("hopper", Language.CUDA, pack_copy)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_cuda_pack_renders_headers_as_code_and_contract_topics(arch):
-    pack = load_pack(arch, KernelLanguage.CUDA)
+    pack = load_pack(arch, Language.CUDA)
     assert pack.templates.count("```cpp") == len(pack.manifest.templates)
     contract = pack.contract.lower()
     for topic in ("descriptor", "swizzle", "tx", "fence_proxy_async", "setmaxnreg", "parity", "multicast"):
@@ -56,13 +57,13 @@ def test_cuda_pack_renders_headers_as_code_and_contract_topics(arch):
 
 
 def test_triton_pack_uses_python_example_and_triton_instructions():
-    pack = load_pack("hopper", KernelLanguage.TRITON)
+    pack = load_pack("hopper", Language.TRITON)
     assert "```python" in pack.example and "@triton.jit" in pack.example
     assert "kernel.py" in pack.instructions and pack.templates == ""
 
 
 def test_guidance_has_seven_rules_and_patterns_carry_the_corrections():
-    pack = load_pack("hopper", KernelLanguage.CUDA)
+    pack = load_pack("hopper", Language.CUDA)
     assert [line.split(".")[0] for line in pack.guidance.splitlines() if line[:2].rstrip(".").isdigit()] == [
         str(i) for i in range(1, 8)
     ]

@@ -3,7 +3,6 @@ from __future__ import annotations
 import pytest
 
 from ptxcore.prompts import (
-    KernelLanguage,
     LevelError,
     PackComponent,
     PackError,
@@ -14,6 +13,7 @@ from ptxcore.prompts import (
     load_variant,
     parse_level,
 )
+from ptxcore.schema import Language
 
 
 def test_parse_level_puts_components_in_canonical_order_and_keeps_patterns():
@@ -37,7 +37,7 @@ def test_three_defaults_per_arch_and_language(arch, language):
     assert len(names) == 3 and len(set(names)) == 3
     for name in names:
         v = load_variant(name)
-        assert v.default and v.arch == arch and v.language is KernelLanguage(language)
+        assert v.default and v.arch == arch and v.language is Language(language)
 
 
 def test_cuda_defaults_carry_the_full_pack():
@@ -49,7 +49,7 @@ def test_cuda_defaults_carry_the_full_pack():
 
 def test_list_filters_and_unknown_name():
     assert {v.arch for v in list_variants("blackwell")} == {"blackwell"}
-    assert {v.language for v in list_variants(language="triton")} == {KernelLanguage.TRITON}
+    assert {v.language for v in list_variants(language="triton")} == {Language.TRITON}
     assert len(list_variants()) == len(all_variants())
     with pytest.raises(UnknownVariantError, match="no-such"):
         load_variant("no-such")

@@ -14,9 +14,11 @@ from ptxcore.schema import (
     CompileStatus,
     Definition,
     EvaluationStatus,
+    JudgeCorrectness,
     JudgeResult,
     KernelResources,
     LLMUsage,
+    Performance,
     PtxasResources,
     SassReport,
     Solution,
@@ -137,6 +139,8 @@ def _turn() -> TurnRecord:
     )
     judge = JudgeResult(
         status=EvaluationStatus.PASSED, definition="gemm_n7168_k5120", arch="hopper",
+        correctness=JudgeCorrectness(max_absolute_error=0.01), performance=Performance(
+            latency_ms=1.0, reference_latency_ms=0.8, speedup_factor=0.8),
         target_instruction=evidence, compile=compile_result,
         sass=SassReport(arch="hopper", target_static=StaticTarget.PRESENT, counts={"HGMMA": 2}),
     )

@@ -23,7 +23,7 @@ from .bwd_precision_study import kernel_variants
 
 def judged_heads(problem_name: str, trials: int) -> list[tuple[Heads, dict[str, torch.Tensor]]]:
     """Per trial: the inputs as Heads ([B*H, S, D] float32 on the GPU) and the cuDNN dQ, dK [B*H, S, D]."""
-    from ptxcore.gpu.state import WorkloadState
+    from ptxcore.gpu.harness.state import WorkloadState
     from ptxcore.problems import get_problem
 
     problem = get_problem(problem_name)

@@ -11,9 +11,10 @@ from ptxcore.schema import (
     CampaignRecord,
     CompileResult,
     CompileStatus,
-    Correctness,
+    CorrectnessStats,
     EnvironmentInfo,
     EvaluationStatus,
+    JudgeCorrectness,
     JudgeResult,
     KernelResources,
     LLMUsage,
@@ -36,7 +37,7 @@ def full_turn(campaign: str = "c1", trajectory: str = "t0", turn: int = 0, **ove
     """A turn with every nested part filled in (compile, judge, evidence, environment, usage)."""
     env = EnvironmentInfo(gpu_name="NVIDIA H200", driver_version="580.65", cuda_toolkit="13.0.88",
                           torch_version="2.11", sm_clock_mhz_before=1980, throttle_reasons=["none"],
-                          extra={"cupy": "13.6"})
+                          library_versions={"cupy": "13.6"})
     compile_ = CompileResult(
         status=CompileStatus.COMPILED, source_sha256="ab" * 32, arch="hopper", flags=["-O3"],
         toolkit_version="13.0.88", resources=PtxasResources(kernels=[
@@ -51,7 +52,9 @@ def full_turn(campaign: str = "c1", trajectory: str = "t0", turn: int = 0, **ove
     )
     judge = JudgeResult(
         status=EvaluationStatus.PASSED, definition="gemm_n7168_k5120", workload_uuid="w-1", arch="hopper",
-        correctness=Correctness(max_relative_error=1e-3, max_absolute_error=2e-3, extra={"trials": 3}),
+        correctness=JudgeCorrectness(max_relative_error=1e-3, max_absolute_error=2e-3, stats=CorrectnessStats(
+            trials=3, matched_ratio=1.0, allclose=True, mismatched=0, numel=100, nan_count=0, inf_count=0,
+            timed_calls_verified=150, timed_calls_passed=150)),
         performance=Performance(latency_ms=0.9, reference_latency_ms=0.82, speedup_factor=0.82 / 0.9),
         sanitizer=SanitizerSummary(ran=1), target_instruction=evidence, compile=compile_,
         sass=SassReport(arch="hopper", counts={"HGMMA": 8}, target_static=StaticTarget.PRESENT),

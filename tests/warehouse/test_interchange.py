@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ptxcore.problems import get_problem
-from ptxcore.schema import EvaluationStatus, Solution, Trace
+from ptxcore.schema import EvaluationStatus, JudgeResult, Solution, Trace
 from ptxcore.warehouse import Warehouse, WarehouseError
 from ptxcore.warehouse.interchange import InterchangeError, export_campaign_traces, import_dataset
 
@@ -17,7 +17,10 @@ from .conftest import KERNEL, full_turn
 def _judged(turn: int, status=EvaluationStatus.PASSED, kernel=KERNEL, **over):
     uuid = get_problem("gemm_n7168_k5120").primary_workload.uuid
     rec = full_turn(turn=turn, kernel_text=kernel, status=status, **over)
-    return rec.model_copy(update={"judge": rec.judge.model_copy(update={"workload_uuid": uuid, "status": status})})
+    perf = rec.judge.performance if status is EvaluationStatus.PASSED else None  # only PASSED carries timing
+    judge = JudgeResult.model_validate({**rec.judge.model_dump(), "workload_uuid": uuid, "status": status,
+                                        "performance": perf.model_dump() if perf else None})
+    return rec.model_copy(update={"judge": judge})
 
 
 def test_export_then_import_round_trip(wh, tmp_path):

@@ -8,8 +8,8 @@ import json
 import logging
 import sys
 
-from .config import InsecureBindError, token_from_env_or_file
-from .server import build_config, serve
+from ptxcore.gpu.service.config import InsecureBindError, token_from_env_or_file
+from ptxcore.gpu.service.server import build_config, serve
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,8 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument("--work-dir", default=".ptxbench/profiler")
     ap.add_argument("--token-file", default=None)
-    ap.add_argument("--fake", action="store_true", help="FakeEngine instead of the judge (tests; no GPU work)")
-    ap.add_argument("--engine-args", default="{}", help="JSON keyword arguments for the engine")
+    ap.add_argument("--fake", action="store_true", help="FakeRunner instead of the judge (tests; no GPU work)")
+    ap.add_argument("--runner-args", default="{}", help="JSON keyword arguments for the runner")
     ap.add_argument("--timeout-s", type=float, default=None)
     ap.add_argument("--max-attempts", type=int, default=None)
     ap.add_argument("--log-level", default="info")
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = build_config(gpus=a.gpus, host=a.host, port=a.port, work_dir=a.work_dir,
                               token=token_from_env_or_file(a.token_file), fake=a.fake,
-                              engine_args=json.loads(a.engine_args), timeout_s=a.timeout_s,
+                              runner_args=json.loads(a.runner_args), timeout_s=a.timeout_s,
                               max_attempts=a.max_attempts)
         serve(config, log_level=a.log_level, on_ready=lambda url: logging.getLogger(__name__).info("serving %s", url))
     except (InsecureBindError, ValueError, OSError) as exc:

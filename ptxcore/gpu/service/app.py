@@ -13,9 +13,7 @@ from fastapi import FastAPI, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import Field, TypeAdapter
 
-from ptxcore.schema import FrozenModel
-
-from .models import (
+from ptxcore.gpu.service.models import (
     TASK_ID_PATTERN,
     BatchPollRequest,
     BatchSubmitRequest,
@@ -26,8 +24,9 @@ from .models import (
     TaskKind,
     TaskView,
 )
-from .security import GuardMiddleware
-from .service import VERSION, NotFound, ProfilerService, ServiceError, TooLarge
+from ptxcore.gpu.service.security import GuardMiddleware
+from ptxcore.gpu.service.service import VERSION, NotFound, ProfilerService, ServiceError, TooLarge
+from ptxcore.schema import FrozenModel
 
 
 class DrainRequest(FrozenModel):

@@ -61,10 +61,10 @@ class ServiceConfig(FrozenModel):
     """Shared secret; when set, every request must carry it."""
     archs: list[str] = Field(default_factory=lambda: ["hopper"])
     """Architecture keys this host's GPUs judge; other submissions are refused (400)."""
-    engine: str = "ptxcore.gpu.service.judge_engine:JudgeEngine"
-    """`module:factory` of the engine each worker process runs (server-side setting, never a request field)."""
-    engine_args: dict[str, object] = Field(default_factory=dict)
-    """JSON keyword arguments for the engine factory."""
+    runner: str = "ptxcore.gpu.service.judge_runner:JudgeRunner"
+    """`module:factory` of the runner each worker process runs (server-side setting, never a request field)."""
+    runner_args: dict[str, object] = Field(default_factory=dict)
+    """JSON keyword arguments for the runner factory."""
     max_request_bytes: int = 4 << 20
     """Largest accepted request body, bytes (413 above)."""
     max_source_bytes: int = 512 << 10

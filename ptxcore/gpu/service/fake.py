@@ -1,8 +1,8 @@
-"""FakeEngine: a stand-in for the GPU judge, for CPU tests and `--fake` benchmark runs. It is not a
+"""FakeRunner: a stand-in for the GPU judge, for CPU tests and `--fake` benchmark runs. It is not a
 judge: it sleeps for configured times and returns verdicts chosen by markers in the candidate text.
 
 Markers (anywhere in the source, e.g. in a comment): FAKE:wrong, FAKE:compile, FAKE:hang (hangs in
-candidate code), FAKE:harness-hang, FAKE:segv, FAKE:exit, FAKE:raise (engine exception), FAKE:infra
+candidate code), FAKE:harness-hang, FAKE:segv, FAKE:exit, FAKE:raise (runner exception), FAKE:infra
 (INFRA_ERROR verdict), FAKE:throttle (judge saw thermal slowdown while timing), FAKE:leak=MIB,
 FAKE:sleep=S (candidate time). Health comes from `<control_dir>/gpu<N>.json` when present (a test
 heats a GPU by writing {"temperature_c": 95} there).
@@ -18,11 +18,14 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
+from ptxcore.gpu.service.memory import memory_need
+from ptxcore.gpu.service.models import GpuHealth, TaskKind, WorkItem
+from ptxcore.gpu.service.runner import Phase, PhaseCallback
 from ptxcore.problems import get_problem
 from ptxcore.schema import (
-    Correctness,
     EnvironmentInfo,
     EvaluationStatus,
+    JudgeCorrectness,
     JudgeResult,
     Performance,
     SanitizerSummary,
@@ -30,15 +33,16 @@ from ptxcore.schema import (
     TargetInstructionEvidence,
 )
 
-from .engine import Phase, PhaseCallback
-from .memory import memory_need
-from .models import GpuHealth, TaskKind, WorkItem
-
 _MARKER = re.compile(r"FAKE:([a-z][a-z-]*)(?:=([0-9.]+))?")
 GIB = 1 << 30
 
 
-class FakeEngine:
+
+_CLEAN = {TaskKind.EVALUATE: EvaluationStatus.PASSED, TaskKind.SANITIZE: EvaluationStatus.SANITIZE_CLEAN,
+          TaskKind.PROFILE: EvaluationStatus.PROFILED}
+"""What a task with nothing wrong ends as: only /evaluate judges correctness."""
+
+class FakeRunner:
     """Simulated costs: `state_build_s` to build a workload state (inputs, reference outputs, reference
     timing), `eval_s` per candidate. With cache_state the state stays resident between candidates."""
 
@@ -55,7 +59,7 @@ class FakeEngine:
         if "harness-hang" in marks:
             time.sleep(1e6)
         if "raise" in marks:
-            raise RuntimeError("fake engine failure")
+            raise RuntimeError("fake runner failure")
         if "infra" in marks:
             return self._result(item, EvaluationStatus.INFRA_ERROR, "fake infrastructure error", {})
         stages = {"state": self._ensure_state(item)}
@@ -73,7 +77,7 @@ class FakeEngine:
         if "leak" in marks:
             self.leaked += int(float(marks["leak"] or 0) * (1 << 20))
         status = (EvaluationStatus.INCORRECT_NUMERICAL if "wrong" in marks else
-                  EvaluationStatus.COMPILE_ERROR if "compile" in marks else EvaluationStatus.PASSED)
+                  EvaluationStatus.COMPILE_ERROR if "compile" in marks else _CLEAN[item.kind])
         return self._result(item, status, "" if status.is_correct else f"fake {status.value}", stages,
                             throttled="throttle" in marks)
 
@@ -97,16 +101,16 @@ class FakeEngine:
         return JudgeResult(
             status=status, reason=reason, definition=item.definition, workload_uuid=item.workload_uuid,
             arch=item.arch,
-            correctness=Correctness(max_absolute_error=0.0 if passed else 1.5, max_relative_error=0.0 if passed else 3.0)
+            correctness=JudgeCorrectness(max_absolute_error=0.0 if passed else 1.5, max_relative_error=0.0 if passed else 3.0)
             if status in (EvaluationStatus.PASSED, EvaluationStatus.INCORRECT_NUMERICAL) else None,
             performance=Performance(latency_ms=latency, reference_latency_ms=1.0, speedup_factor=1.0 / latency)
-            if passed and item.kind is TaskKind.EVALUATE else None,
+            if passed else None,
             sanitizer=SanitizerSummary(ran=1, errors=0) if item.kind is not TaskKind.PROFILE else None,
             target_instruction=TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, tool="fake",
                                                          source_sha256=item.source_sha256),
             environment=EnvironmentInfo(gpu_name="FAKE GPU (no judge ran)",
                                         throttle_reasons=["hw_thermal_slowdown"] if throttled else [],
-                                        extra={"engine": "fake", "gpu": str(self.gpu), "pid": str(os.getpid())}),
+                                        library_versions={"ptxbench-fake-runner": f"gpu {self.gpu}, pid {os.getpid()}"}),
             stage_seconds=stages,
         )
 

@@ -10,8 +10,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from .config import HealthThresholds
-from .models import GpuCondition, GpuHealth
+from ptxcore.gpu.service.config import HealthThresholds
+from ptxcore.gpu.service.models import GpuCondition, GpuHealth
 
 log = logging.getLogger(__name__)
 

@@ -9,12 +9,20 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from .config import HealthThresholds
-from .dispatch import Dispatcher, LaneSnapshot, QueuedTask
-from .health import HealthVerdict, assess
-from .models import AttemptDisposition, AttemptRecord, GpuCondition, GpuHealth, LaneState, LaneView, WorkItem
-from .outcome import Action, Decision, classify
-from .worker import GpuWorker, OutcomeKind, WorkerError
+from ptxcore.gpu.service.config import HealthThresholds
+from ptxcore.gpu.service.dispatch import Dispatcher, LaneSnapshot, QueuedTask
+from ptxcore.gpu.service.health import HealthVerdict, assess
+from ptxcore.gpu.service.models import (
+    AttemptDisposition,
+    AttemptRecord,
+    GpuCondition,
+    GpuHealth,
+    LaneState,
+    LaneView,
+    WorkItem,
+)
+from ptxcore.gpu.service.outcome import Action, Decision, classify
+from ptxcore.gpu.service.worker import GpuWorker, OutcomeKind, WorkerError
 
 log = logging.getLogger(__name__)
 

@@ -16,12 +16,11 @@ import signal
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ptxcore.gpu.service.health import HealthVerdict
+from ptxcore.gpu.service.models import WorkItem
+from ptxcore.gpu.service.runner import Phase
+from ptxcore.gpu.service.worker import OutcomeKind, RunOutcome
 from ptxcore.schema import EvaluationStatus, JudgeResult, TargetInstruction, TargetInstructionEvidence
-
-from .engine import Phase
-from .health import HealthVerdict
-from .models import WorkItem
-from .worker import OutcomeKind, RunOutcome
 
 
 class Action(StrEnum):

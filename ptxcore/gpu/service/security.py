@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 import json
 
-from .config import TOKEN_HEADER
+from ptxcore.gpu.service.config import TOKEN_HEADER
 
 
 async def _reply(send, status: int, message: str) -> None:

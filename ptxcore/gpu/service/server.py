@@ -14,9 +14,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .config import ServiceConfig, check_bind
-from .service import ProfilerService
-from .worker import GpuWorker
+from ptxcore.gpu.service.config import ServiceConfig, check_bind
+from ptxcore.gpu.service.service import ProfilerService
+from ptxcore.gpu.service.worker import GpuWorker
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def _uvicorn_server(app, log_level: str):
     return uvicorn.Server(config)
 
 
-FAKE_ENGINE = "ptxcore.gpu.service.fake:FakeEngine"
+FAKE_RUNNER = "ptxcore.gpu.service.fake:FakeRunner"
 
 
 def parse_gpus(text: str) -> list[int]:
@@ -59,7 +59,7 @@ def parse_gpus(text: str) -> list[int]:
 
 
 def build_config(*, gpus: str, host: str, port: int, work_dir: str, token: str | None, fake: bool = False,
-                 engine_args: dict | None = None, timeout_s: float | None = None,
+                 runner_args: dict | None = None, timeout_s: float | None = None,
                  max_attempts: int | None = None) -> ServiceConfig:
     """The ServiceConfig for the command-line options (shared by the CLI and `python -m`)."""
     extra: dict = {}
@@ -68,10 +68,10 @@ def build_config(*, gpus: str, host: str, port: int, work_dir: str, token: str |
     if max_attempts is not None:
         extra["max_attempts"] = max_attempts
     if fake:
-        extra["engine"] = FAKE_ENGINE
+        extra["runner"] = FAKE_RUNNER
     try:
         config = ServiceConfig(work_dir=Path(work_dir), gpus=parse_gpus(gpus), host=host, port=port, token=token,
-                               engine_args=engine_args or {}, **extra)
+                               runner_args=runner_args or {}, **extra)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -84,7 +84,7 @@ def serve(config: ServiceConfig, log_level: str = "info", on_ready: Callable[[st
     """Serve until interrupted. Refuses an unsafe bind before anything starts. Writes
     <work_dir>/server.json ({url, pid}) once listening."""
     check_bind(config)
-    from .app import create_app
+    from ptxcore.gpu.service.app import create_app
 
     sock = _bind(config.host, config.port)
     url = _url(sock, config.host)
@@ -102,7 +102,7 @@ class BackgroundServer:
     def __init__(self, config: ServiceConfig, make_worker: Callable[[int], GpuWorker] | None = None,
                  catalog=None, log_level: str = "warning") -> None:
         check_bind(config)
-        from .app import create_app
+        from ptxcore.gpu.service.app import create_app
 
         self.service = ProfilerService(config, make_worker=make_worker, catalog=catalog)
         self._sock = _bind(config.host, config.port)

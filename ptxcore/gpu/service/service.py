@@ -11,14 +11,11 @@ import time
 from collections.abc import Callable
 
 from ptxcore.arch import UnknownArchitectureError, get_architecture
-from ptxcore.problems import Problem, ProblemNotFoundError, load_catalog
-from ptxcore.schema import EvaluationStatus
-
-from .config import ServiceConfig
-from .dispatch import Dispatcher, QueuedTask
-from .lane import Lane
-from .memory import memory_need
-from .models import (
+from ptxcore.gpu.service.config import ServiceConfig
+from ptxcore.gpu.service.dispatch import Dispatcher, QueuedTask
+from ptxcore.gpu.service.lane import Lane
+from ptxcore.gpu.service.memory import memory_need
+from ptxcore.gpu.service.models import (
     AttemptRecord,
     HealthView,
     LaneState,
@@ -30,10 +27,12 @@ from .models import (
     TaskView,
     WorkItem,
 )
-from .outcome import Action, Decision, verdict_result
-from .store import TaskStore
-from .workdir import WorkDir
-from .worker import GpuWorker, ProcessGpuWorker
+from ptxcore.gpu.service.outcome import Action, Decision, verdict_result
+from ptxcore.gpu.service.store import TaskStore
+from ptxcore.gpu.service.workdir import WorkDir
+from ptxcore.gpu.service.worker import GpuWorker, ProcessGpuWorker
+from ptxcore.problems import Problem, ProblemNotFoundError, load_catalog
+from ptxcore.schema import EvaluationStatus
 
 log = logging.getLogger(__name__)
 VERSION = "0.1.0"
@@ -103,7 +102,7 @@ class ProfilerService:
                       for g in config.gpus}
 
     def _process_worker(self, gpu: int) -> GpuWorker:
-        return ProcessGpuWorker(gpu, self.config.engine, dict(self.config.engine_args),
+        return ProcessGpuWorker(gpu, self.config.runner, dict(self.config.runner_args),
                                 self.workdir.worker_dir(gpu), self.config.worker_start_timeout_s)
 
     # -- lifecycle -------------------------------------------------------------------------------------

@@ -14,9 +14,8 @@ import time
 import uuid
 from pathlib import Path
 
+from ptxcore.gpu.service.models import AttemptRecord, TaskKind, TaskState, TaskView
 from ptxcore.schema import JudgeResult
-
-from .models import AttemptRecord, TaskKind, TaskState, TaskView
 
 LOST_MESSAGE = "lost: the profiling service stopped while this task was running; its result is unknown; resubmit"
 

@@ -17,10 +17,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Protocol
 
+from ptxcore.gpu.service.models import GpuHealth, WorkItem
+from ptxcore.gpu.service.runner import Phase
 from ptxcore.schema import JudgeResult
-
-from .engine import Phase
-from .models import GpuHealth, WorkItem
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +32,9 @@ class OutcomeKind(StrEnum):
     """How an attempt ended, seen from the service."""
 
     RESULT = "result"
-    """The engine returned a JudgeResult."""
+    """The runner returned a JudgeResult."""
     ENGINE_ERROR = "engine_error"
-    """The engine raised (infrastructure)."""
+    """The runner raised (infrastructure)."""
     HUNG = "hung"
     """No answer by the deadline; the worker was killed."""
     DIED = "died"
@@ -51,7 +50,7 @@ class RunOutcome:
     """Last phase the worker announced before the end."""
     result: JudgeResult | None = None
     detail: str = ""
-    """Engine error text, or exit status and the tail of the worker log."""
+    """Runner error text, or exit status and the tail of the worker log."""
     exit_signal: int | None = None
     """Signal that ended the process (DIED/HUNG)."""
     duration_s: float = 0.0
@@ -96,9 +95,9 @@ def visible_device(gpu: int) -> str:
 class ProcessGpuWorker:
     """A `python -m ptxcore.gpu.service.worker_main` child in its own session, pinned to one GPU."""
 
-    def __init__(self, gpu: int, engine: str, engine_args: dict, work_dir: Path, start_timeout_s: float = 180.0):
+    def __init__(self, gpu: int, runner: str, runner_args: dict, work_dir: Path, start_timeout_s: float = 180.0):
         self.gpu = gpu
-        self._engine, self._engine_args = engine, engine_args
+        self._engine, self._engine_args = runner, runner_args
         self._dir = work_dir
         self._start_timeout_s = start_timeout_s
         self._proc: subprocess.Popen | None = None
@@ -122,7 +121,7 @@ class ProcessGpuWorker:
         root = str(Path(__file__).resolve().parents[3])  # the directory holding the ptxcore package
         env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         argv = [sys.executable, "-m", "ptxcore.gpu.service.worker_main", "--gpu", str(self.gpu),
-                "--engine", self._engine, "--engine-args", json.dumps(self._engine_args),
+                "--runner", self._engine, "--runner-args", json.dumps(self._engine_args),
                 "--work-dir", str(self._dir), "--cmd-fd", str(cmd_r), "--reply-fd", str(rep_w)]
         with open(self.log_path, "ab") as logf:
             self._proc = subprocess.Popen(argv, pass_fds=(cmd_r, rep_w), stdin=subprocess.DEVNULL, stdout=logf,

@@ -36,9 +36,9 @@ def _send(conn: Connection, message: dict) -> None:
     conn.send_bytes(json.dumps(message).encode())
 
 
-def _serve(engine, commands: Connection, replies: Connection) -> None:
-    from .engine import Phase
-    from .models import WorkItem
+def _serve(runner, commands: Connection, replies: Connection) -> None:
+    from ptxcore.gpu.service.models import WorkItem
+    from ptxcore.gpu.service.runner import Phase
 
     while True:
         try:
@@ -49,7 +49,7 @@ def _serve(engine, commands: Connection, replies: Connection) -> None:
         if op == "shutdown":
             return
         if op == "health":
-            _send(replies, {"type": "health", "health": engine.health().model_dump(mode="json")})
+            _send(replies, {"type": "health", "health": runner.health().model_dump(mode="json")})
             continue
         if op != "run":
             _send(replies, {"type": "engine_error", "error": f"unknown op {op!r}"})
@@ -60,10 +60,10 @@ def _serve(engine, commands: Connection, replies: Connection) -> None:
             _send(replies, {"type": "phase", "phase": Phase(p).value})
 
         try:
-            result = engine.run(item, phase)
+            result = runner.run(item, phase)
         except Exception as exc:  # infrastructure: reported, the service replaces this worker
             tb = traceback.format_exc(limit=8)
-            log.error("engine failed on %s: %s\n%s", item.task_id, exc, tb)
+            log.error("runner failed on %s: %s\n%s", item.task_id, exc, tb)
             _send(replies, {"type": "engine_error", "error": f"{type(exc).__name__}: {exc}"[:2000]})
             continue
         _send(replies, {"type": "result", "result": result.model_dump(mode="json")})
@@ -72,8 +72,8 @@ def _serve(engine, commands: Connection, replies: Connection) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--gpu", type=int, required=True)
-    ap.add_argument("--engine", required=True)
-    ap.add_argument("--engine-args", default="{}")
+    ap.add_argument("--runner", required=True)
+    ap.add_argument("--runner-args", default="{}")
     ap.add_argument("--work-dir", required=True)
     ap.add_argument("--cmd-fd", type=int, required=True)
     ap.add_argument("--reply-fd", type=int, required=True)
@@ -83,14 +83,14 @@ def main(argv: list[str] | None = None) -> int:
                         format=f"%(asctime)s gpu{args.gpu} %(name)s %(levelname)s %(message)s")
     commands = Connection(args.cmd_fd, readable=True, writable=False)
     replies = Connection(args.reply_fd, readable=False, writable=True)
-    from .engine import make_engine
+    from ptxcore.gpu.service.runner import make_runner
 
-    engine = make_engine(args.engine, args.gpu, Path(args.work_dir), json.loads(args.engine_args))
+    runner = make_runner(args.runner, args.gpu, Path(args.work_dir), json.loads(args.runner_args))
     _send(replies, {"type": "ready", "pid": os.getpid()})
     try:
-        _serve(engine, commands, replies)
+        _serve(runner, commands, replies)
     finally:
-        engine.close()
+        runner.close()
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Fixtures for the profiling-service tests: a service on 127.0.0.1 with FakeEngine workers (real
+"""Fixtures for the profiling-service tests: a service on 127.0.0.1 with FakeRunner workers (real
 worker processes, simulated judge), and a way to set a fake GPU's health readings."""
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from ptxcore.gpu.service import HealthThresholds, ServiceConfig  # noqa: E402
-from ptxcore.gpu.service.server import FAKE_ENGINE, BackgroundServer  # noqa: E402
+from ptxcore.gpu.service.server import FAKE_RUNNER, BackgroundServer  # noqa: E402
 
 GEMM = "gemm_n7168_k5120"
 MHA = "mha_with_lse_d128"
 
 
 def fake_config(work_dir: Path, gpus=(0, 1), **overrides) -> ServiceConfig:
-    engine_args = {"eval_s": 0.05, "state_build_s": 0.1, "control_dir": str(work_dir / "control")}
-    engine_args.update(overrides.pop("engine_args", {}))
+    runner_args = {"eval_s": 0.05, "state_build_s": 0.1, "control_dir": str(work_dir / "control")}
+    runner_args.update(overrides.pop("runner_args", {}))
     health = HealthThresholds(recheck_s=0.2, healthy_checks_to_resume=2, check_timeout_s=5.0)
-    base = dict(work_dir=work_dir, gpus=list(gpus), port=0, engine=FAKE_ENGINE, engine_args=engine_args,
+    base = dict(work_dir=work_dir, gpus=list(gpus), port=0, runner=FAKE_RUNNER, runner_args=runner_args,
                 default_timeout_s=4.0, health=health, idle_check_s=0.5, shutdown_grace_s=5.0,
                 worker_start_timeout_s=60.0)
     base.update(overrides)
@@ -34,8 +34,8 @@ def fake_config(work_dir: Path, gpus=(0, 1), **overrides) -> ServiceConfig:
 
 
 def set_gpu(config: ServiceConfig, gpu: int, **reading) -> None:
-    """What FakeEngine's health() reports for `gpu` from now on (empty: defaults)."""
-    path = Path(config.engine_args["control_dir"]) / f"gpu{gpu}.json"
+    """What FakeRunner's health() reports for `gpu` from now on (empty: defaults)."""
+    path = Path(config.runner_args["control_dir"]) / f"gpu{gpu}.json"
     path.write_text(json.dumps(reading))
 
 

@@ -31,7 +31,7 @@ def test_refuses_exposed_bind_without_token(tmp_path):
 
 def test_bad_options_are_one_line_errors(tmp_path):
     for args, text in ((["--gpus", "0,x"], "not a GPU index"), (["--gpus", "0,0"], "distinct"),
-                       (["--gpus", "0", "--engine-args", "{"], "not JSON"),
+                       (["--gpus", "0", "--runner-args", "{"], "not JSON"),
                        (["--gpus", "0", "--token-file", str(tmp_path / "none")], "No such file")):
         r = run("profiler", "serve", *args, "--work-dir", str(tmp_path))
         assert r.exit_code == 2 and text in r.output and "Traceback" not in r.output, r.output
@@ -60,7 +60,7 @@ def test_serve_with_a_token_file_on_a_free_port(tmp_path):
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     assert proc.returncode in (0, 130), err  # 130: uvicorn re-raises the SIGINT after a clean shutdown
-    assert "FAKE engine" in err and "Traceback" not in err
+    assert "FAKE runner" in err and "Traceback" not in err
 
 
 def test_eval_through_a_server(tmp_path, start_service):

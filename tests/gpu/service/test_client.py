@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from ptxcore.gpu.client import ProfilerClient, ProfilerRequestError, ProfilerUnavailable
+from ptxcore.gpu.service.client import ProfilerClient, ProfilerRequestError, ProfilerUnavailable
 from ptxcore.gpu.service.models import TaskKind, WorkItem
 from ptxcore.gpu.service.outcome import verdict_result
 from ptxcore.schema import EvaluationStatus

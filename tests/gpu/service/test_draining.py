@@ -14,7 +14,7 @@ def _running_on(svc, task_id):
 
 
 def test_gpu_that_overheats_during_a_task_is_drained_and_the_task_rerun_elsewhere(start_service):
-    svc = start_service(gpus=(0, 1), engine_args={"eval_s": 1.0})
+    svc = start_service(gpus=(0, 1), runner_args={"eval_s": 1.0})
     task_id = svc.submit("// fine\n")
     hot = _running_on(svc, task_id)
     set_gpu(svc.config, hot, temperature_c=95)
@@ -43,7 +43,7 @@ def test_throttled_measurement_is_excluded(start_service):
 
 
 def test_operator_drain_moves_work_and_excludes_the_running_attempt(start_service):
-    svc = start_service(gpus=(0, 1), engine_args={"eval_s": 1.0})
+    svc = start_service(gpus=(0, 1), runner_args={"eval_s": 1.0})
     task_id = svc.submit("// fine\n")
     gpu = _running_on(svc, task_id)
     r = svc.http.post(f"/gpus/{gpu}/drain", json={"reason": "maintenance"})

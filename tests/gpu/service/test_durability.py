@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from ptxcore.gpu.client import ProfilerClient
+from ptxcore.gpu.service.client import ProfilerClient
 
 from .conftest import GEMM, wait_for
 
@@ -32,7 +32,7 @@ def _start(work_dir: Path, port: int) -> subprocess.Popen:
     args = json.dumps({"eval_s": 0.05, "state_build_s": 0.05})
     proc = subprocess.Popen(
         [sys.executable, "-m", "ptxcore.gpu.service", "--gpus", "0", "--port", str(port), "--fake",
-         "--work-dir", str(work_dir), "--engine-args", args, "--timeout-s", "60", "--log-level", "warning"],
+         "--work-dir", str(work_dir), "--runner-args", args, "--timeout-s", "60", "--log-level", "warning"],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
 

@@ -1,4 +1,4 @@
-"""The HTTP contract, against a real uvicorn on 127.0.0.1 with FakeEngine workers."""
+"""The HTTP contract, against a real uvicorn on 127.0.0.1 with FakeRunner workers."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_wrong_verdicts_come_back_unchanged_and_kinds_are_recorded(start_service
 
 
 def test_long_poll_times_out_on_a_running_task(start_service):
-    svc = start_service(engine_args={"eval_s": 3.0})
+    svc = start_service(runner_args={"eval_s": 3.0})
     task_id = svc.submit("// slow\n")
     t0 = time.monotonic()
     view = svc.result(task_id, wait_s=0.5)

@@ -6,27 +6,29 @@ from __future__ import annotations
 
 import math
 
-from ptxcore.gpu.client import ProfilerClient
+from ptxcore.gpu.service.client import ProfilerClient
 from ptxcore.gpu.service.models import TaskKind
 from ptxcore.gpu.service.outcome import verdict_result
 from ptxcore.gpu.service.store import TaskStore
-from ptxcore.schema import Correctness, EvaluationStatus, JudgeResult
+from ptxcore.schema import CorrectnessStats, EvaluationStatus, JudgeCorrectness, JudgeResult
 
 from .test_store import _item, attempt, create
 
 
 def nan_result(item) -> JudgeResult:
-    base = verdict_result(item, EvaluationStatus.INCORRECT_NUMERICAL, "output holds NaN")
-    extra = {"matched_ratio": float("nan"), "trials": 3}
-    return base.model_copy(update={"correctness": Correctness(max_relative_error=float("nan"),
-                                                              max_absolute_error=float("inf"), extra=extra)})
+    base = verdict_result(item, EvaluationStatus.RUNTIME_ERROR, "output holds NaN")
+    stats = CorrectnessStats(trials=3, matched_ratio=float("nan"), allclose=False, mismatched=0, numel=10,
+                             nan_count=10, inf_count=0, timed_calls_verified=0, timed_calls_passed=0)
+    correctness = JudgeCorrectness(max_relative_error=float("nan"), max_absolute_error=float("inf"), stats=stats)
+    return JudgeResult.model_validate({**base.model_dump(), "status": EvaluationStatus.INCORRECT_NUMERICAL,
+                                       "correctness": correctness.model_dump()})
 
 
 def _assert_nonfinite(result: JudgeResult) -> None:
     assert result.status is EvaluationStatus.INCORRECT_NUMERICAL
     assert math.isnan(result.correctness.max_relative_error)
     assert math.isinf(result.correctness.max_absolute_error)
-    assert math.isnan(float(result.correctness.extra["matched_ratio"]))
+    assert math.isnan(result.correctness.stats.matched_ratio)
 
 
 def test_nonfinite_errors_round_trip_through_the_store(tmp_path):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import signal
 
-from ptxcore.gpu.service.engine import Phase
 from ptxcore.gpu.service.health import HealthVerdict
 from ptxcore.gpu.service.models import GpuCondition, TaskKind, WorkItem
 from ptxcore.gpu.service.outcome import Action, classify, verdict_result
+from ptxcore.gpu.service.runner import Phase
 from ptxcore.gpu.service.worker import OutcomeKind, RunOutcome
 from ptxcore.schema import EnvironmentInfo, EvaluationStatus
 

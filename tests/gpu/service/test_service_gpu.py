@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ptxcore.gpu.client import ProfilerClient
 from ptxcore.gpu.service import HealthThresholds, ServiceConfig
+from ptxcore.gpu.service.client import ProfilerClient
 from ptxcore.gpu.service.server import BackgroundServer
 
 from .conftest import wait_for

@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from ptxcore.gpu.client import ProfilerClient
 from ptxcore.gpu.service import HealthThresholds, ServiceConfig
+from ptxcore.gpu.service.client import ProfilerClient
 from ptxcore.gpu.service.server import BackgroundServer
 
 from ..test_controls import CONFIG, CONTROLS, CONTROLS_DIR, GEMM
@@ -49,7 +49,7 @@ def two_gpu_service(tmp_path_factory):
     if _gpu_count() < 2:
         pytest.skip("needs two GPUs (nvidia-h200-x2)")
     config = ServiceConfig(work_dir=tmp_path_factory.mktemp("svc2"), gpus=[0, 1], port=0, default_timeout_s=900,
-                           engine_args={"judge_config": dict(CONFIG)},
+                           runner_args={"judge_config": dict(CONFIG)},
                            health=HealthThresholds(recheck_s=2.0), idle_check_s=10.0)
     with BackgroundServer(config) as server:
         wait_for(lambda: server.service.health().status.value == "ok", 300, "both GPU workers ready")

@@ -1,4 +1,4 @@
-"""Workers that hang or die: reported, replaced, blamed on the right party (FakeEngine in real
+"""Workers that hang or die: reported, replaced, blamed on the right party (FakeRunner in real
 worker processes)."""
 
 from __future__ import annotations
@@ -41,14 +41,14 @@ def test_harness_failures_are_excluded_retried_elsewhere_then_failed_never_score
     assert {a["gpu"] for a in view["attempts"]} == {0, 1}, "the retry must go to the other GPU"
     assert "not charged to the candidate" in view["error"]
     raised = svc.result(svc.submit("// FAKE:raise\n"), wait_s=60)
-    assert raised["state"] == "failed" and "fake engine failure" in raised["error"]
+    assert raised["state"] == "failed" and "fake runner failure" in raised["error"]
     infra = svc.result(svc.submit("// FAKE:infra\n"), wait_s=60)
     assert infra["state"] == "failed" and len(infra["attempts"]) == 2
     wait_for(lambda: svc.health()["status"] == "ok", 30, "both GPUs serving again")
 
 
 def test_killing_a_worker_mid_task_reports_it_and_replaces_the_worker(start_service):
-    svc = start_service(gpus=(0, 1), engine_args={"eval_s": 2.0})
+    svc = start_service(gpus=(0, 1), runner_args={"eval_s": 2.0})
     task_id = svc.submit("// slow but fine\n")
     wait_for(lambda: any(g["current_task"] == task_id for g in svc.health()["gpus"]), 20, "task running")
     time.sleep(0.5)  # inside the candidate's run

@@ -1,0 +1,5 @@
+import sys
+
+from ptxcore.gpu.child.main import main
+
+sys.exit(main())

@@ -1,0 +1,177 @@
+"""The candidate's session: correctness and timing calls for the judge, over the typed child protocol.
+
+Imports no torch or cupy in candidate mode (ffi), so no cuBLAS/cuDNN is mapped unless the candidate loads
+it; works on IPC-mapped buffers owned by the judge, which keeps the reference outputs in its own process
+where this one cannot reach them. Every call is bracketed by a device synchronisation and CUPTI timestamps.
+Only the trusted baseline's session (mode baseline) imports torch, through child.baseline.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+from ptxcore.gpu.child import driver
+from ptxcore.gpu.child.cupti import ActivityRecord, CallWindow, assign_records
+from ptxcore.gpu.messages import Channel, ChildOp, ChildReply, ChildRequest, ProtocolViolation
+
+CALIBRATION_TAG = -1
+"""Tag of the calibration memset (never a call's tag: the judge numbers calls from 0)."""
+
+
+class Session:
+    """State of a `session` child; one method per command."""
+
+    def __init__(self, device: int) -> None:
+        from ptxcore.gpu.child.cupti import CuptiRecorder
+
+        self.device = device
+        driver.init_primary_context(device)
+        driver.clear_persisting_l2()  # the driver's default set-aside is not 0: start every candidate at 0
+        self.recorder = CuptiRecorder()
+        self.windows: list[CallWindow] = []
+        self.records: list[ActivityRecord] = []
+        self.fn = None
+        self.mode = ""
+        self.slots: dict[int, dict] = {}
+        self._calibrate()
+
+    def _calibrate(self) -> None:
+        """A memset on the NULL stream (the TVM-FFI environment stream here) names that stream's CUPTI id."""
+        scratch = driver.mem_alloc(4096)
+        t0 = self.recorder.now_ns()
+        driver.memset_d8_async(scratch, 0, 4096, 0)
+        driver.synchronize()
+        self.windows.append(CallWindow(CALIBRATION_TAG, t0, self.recorder.now_ns()))
+
+    def load(self, msg: dict) -> dict:
+        self.mode = msg["mode"]
+        if self.mode == "ffi":
+            import tvm_ffi
+
+            driver.preload_global()  # the build has no -lcuda: its driver calls bind to this process's libcuda
+            module = tvm_ffi.load_module(msg["library"])
+            self.fn = module["run"]
+        else:
+            from ptxcore.gpu.child.baseline import load_baseline
+
+            self.fn = load_baseline(msg["problem"])
+        return {}
+
+    def bind(self, msg: dict) -> dict:
+        from ptxcore.gpu.child.dlpack import RawTensor
+
+        raws, mapped = [], []
+        for t in msg["tensors"]:
+            if t.get("handle") is None:
+                raws.append((t["name"], t["scalar"]))
+                continue
+            ptr = driver.ipc_open(bytes.fromhex(t["handle"]))
+            mapped.append(ptr)
+            raws.append((t["name"], RawTensor(ptr, tuple(t["shape"]), t["dtype"], device_id=self.device)))
+        self.slots[msg["slot"]] = {"mapped": mapped, "args": self._wrap(raws), "raw": raws,
+                                   "outputs": msg["outputs"]}
+        return {}
+
+    def _wrap(self, raws: list) -> list:
+        if self.mode == "ffi":
+            import tvm_ffi
+
+            return [tvm_ffi.from_dlpack(v) if hasattr(v, "__dlpack__") else v for _, v in raws]
+        from ptxcore.gpu.child.baseline import wrap_tensors
+
+        return wrap_tensors(raws)
+
+    def call(self, msg: dict) -> dict:
+        slot = self.slots[msg["slot"]]
+        t0 = self.recorder.now_ns()
+        if self.mode == "ffi":
+            self._call_ffi(slot["args"])
+        else:
+            results = self._call_baseline(slot)
+        driver.synchronize()
+        t1 = self.recorder.now_ns()
+        self.windows.append(CallWindow(msg["tag"], t0, t1))
+        if self.mode != "ffi":
+            self._store_baseline(slot, results)
+        l2_reset = driver.clear_persisting_l2()  # a candidate may not keep its data in L2 across calls
+        return {"wall_ns": t1 - t0, "l2_reset": l2_reset}
+
+    def _call_ffi(self, args: list) -> None:
+        import tvm_ffi
+
+        with tvm_ffi.use_raw_stream(tvm_ffi.device(f"cuda:{self.device}"), 0):
+            self.fn(*args)
+
+    def _call_baseline(self, slot: dict) -> dict:
+        names = [n for n, _ in slot["raw"]]
+        values = dict(zip(names, slot["args"], strict=True))
+        return self.fn({n: values[n] for n in names if n not in slot["outputs"]})
+
+    def _store_baseline(self, slot: dict, results: dict) -> None:
+        names = [n for n, _ in slot["raw"]]
+        values = dict(zip(names, slot["args"], strict=True))
+        for name in slot["outputs"]:
+            values[name].copy_(results[name].reshape(values[name].shape))
+        driver.synchronize()
+
+    def unbind(self, msg: dict) -> dict:
+        slot = self.slots.pop(msg["slot"])
+        slot["args"].clear()
+        for ptr in slot["mapped"]:
+            driver.ipc_close(ptr)
+        return {}
+
+    def timings(self, _msg: dict) -> dict:
+        self.records.extend(self.recorder.drain())
+        calib = [w for w in self.windows if w.tag == CALIBRATION_TAG]
+        env_streams = {r.stream_id for r in self.records if calib and calib[0].t0_ns <= r.start_ns <= calib[0].t1_ns}
+        calls, stray = assign_records(self.windows, self.records, env_streams)
+        return {
+            "env_streams": sorted(env_streams),
+            "calls": [[c.tag, c.span_ns, c.records, c.kernels, list(c.off_stream)]
+                      for c in calls if c.tag != CALIBRATION_TAG],
+            "stray": sorted({r.name for r in stray})[:20],
+        }
+
+
+def block_heavy_imports() -> None:
+    """Candidate mode: tvm_ffi imports torch when it can, and torch maps cuBLAS/cuDNN into the process.
+    Making `import torch` (and cupy) fail keeps those libraries out, so a mapped cuBLAS is the candidate's."""
+    for name in ("torch", "cupy"):
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
+
+
+def _hello(chan: Channel) -> tuple[str, int]:
+    """The judge's first message names the session nonce; returns (nonce, its sequence number)."""
+    first = ChildRequest.from_wire(chan.recv())
+    if first.op is not ChildOp.HELLO or not isinstance(first.args.get("nonce"), str):
+        raise ProtocolViolation("the session did not start with a hello")
+    return first.args["nonce"], first.seq
+
+
+def run_session(cmd_fd: int, reply_fd: int, device: int, mode: str) -> int:
+    if mode == "ffi":
+        block_heavy_imports()
+    chan = Channel(cmd_fd, reply_fd)
+    nonce, seq = _hello(chan)
+    try:
+        session = Session(device)
+    except Exception as exc:  # noqa: BLE001 - reported to the judge as an infrastructure fault
+        chan.send(ChildReply(False, seq, nonce, stage="init", error=f"{type(exc).__name__}: {exc}").to_wire())
+        return 4
+    chan.send(ChildReply(True, seq, nonce, {"pid": os.getpid()}).to_wire())
+    while True:
+        req = ChildRequest.from_wire(chan.recv())
+        if req.op is ChildOp.EXIT:
+            chan.send(ChildReply(True, req.seq, nonce).to_wire())
+            return 0
+        try:
+            chan.send(ChildReply(True, req.seq, nonce, getattr(session, req.op.value)(req.args)).to_wire())
+        except Exception as exc:  # noqa: BLE001 - the candidate's fault, reported as a verdict
+            sys.stderr.write(traceback.format_exc())
+            sys.stderr.flush()
+            error = f"{type(exc).__name__}: {exc}"[:2000]
+            chan.send(ChildReply(False, req.seq, nonce, stage=req.op.value, error=error).to_wire())
+            return 3

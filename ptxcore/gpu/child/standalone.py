@@ -1,0 +1,42 @@
+"""The candidate under an external tool: compute-sanitizer memcheck or Nsight Compute.
+
+The candidate's process again, but generating its own inputs from a seed with torch (no judge pipe), so
+this module may use the harness's workload generator; `profile` brackets the last call in one NVTX range.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ptxcore.gpu.child import driver
+
+NVTX_RANGE = "ptxbench_call"
+
+
+def run_standalone(args: argparse.Namespace, profile: bool) -> int:
+    """sanitize / profile: generate inputs, call the candidate `calls` times (one NVTX range if profiling)."""
+    import torch
+    import tvm_ffi
+
+    from ptxcore.gpu.harness.workloads import allocate_outputs, call_args, generate_inputs, resolve_spec
+    from ptxcore.problems import get_problem
+
+    problem = get_problem(args.problem)
+    spec = resolve_spec(problem, problem.workload(args.workload))
+    torch.cuda.set_device(args.device)
+    values = {**generate_inputs(problem, spec, args.seed), **allocate_outputs(spec)}
+    torch.cuda.synchronize()
+    driver.preload_global()
+    fn = tvm_ffi.load_module(args.library)["run"]
+    argv = call_args(spec, values)
+    with tvm_ffi.use_torch_stream():
+        for i in range(args.calls):
+            if profile and i == args.calls - 1:
+                with torch.cuda.nvtx.range(NVTX_RANGE):
+                    fn(*argv)
+                    torch.cuda.synchronize()
+            else:
+                fn(*argv)
+        torch.cuda.synchronize()
+    print(f"ptxbench child: {args.calls} call(s) completed", flush=True)
+    return 0

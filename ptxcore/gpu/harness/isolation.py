@@ -1,0 +1,185 @@
+"""Parent side of the isolated child: spawn, talk with deadlines, classify how it ended, kill cleanly.
+
+The child runs in its own session (process group) with a scrubbed environment (no API keys or other
+secrets), a private working directory, and its stdout/stderr in a log file that the judge trims for
+feedback. A missed deadline kills the whole group (TIMEOUT); a child that dies mid-call (exit(),
+segfault, sticky CUDA error) is reported with its exit status (RUNTIME_ERROR).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ptxcore.gpu.messages import (
+    Channel,
+    ChannelClosed,
+    ChannelTimeout,
+    ChildOp,
+    ChildReply,
+    ChildRequest,
+    ProtocolViolation,
+    new_nonce,
+)
+
+log = logging.getLogger(__name__)
+
+ENV_KEEP = (
+    "PATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+    "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "LANG", "LC_ALL", "TMPDIR",
+    "PTXBENCH_PROBLEMS_DIR", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
+)
+LOG_TAIL_CHARS = 4000
+
+
+def child_env(extra: dict[str, str] | None = None, workdir: Path | None = None) -> dict[str, str]:
+    """Only what a CUDA program needs; Python finds ptxcore and the judge's packages through PYTHONPATH."""
+    env = {k: os.environ[k] for k in ENV_KEEP if k in os.environ}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if workdir is not None:
+        env["HOME"] = str(workdir)
+    env.update(extra or {})
+    return env
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exited with code {returncode}"
+
+
+def tail(text: str, limit: int = LOG_TAIL_CHARS) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "... " + text[-limit:]
+
+
+class ChildDied(RuntimeError):
+    """The child ended while the judge waited for a reply."""
+
+    def __init__(self, exit_text: str, log_tail: str) -> None:
+        super().__init__(exit_text)
+        self.exit_text, self.log_tail = exit_text, log_tail
+
+
+class ChildTimeout(RuntimeError):
+    """The child missed a deadline and was killed."""
+
+    def __init__(self, what: str, timeout_s: float, log_tail: str) -> None:
+        super().__init__(f"{what} did not finish within {timeout_s:.1f} s")
+        self.log_tail = log_tail
+
+
+class ChildForged(RuntimeError):
+    """Something in the child wrote a message the child's harness did not (the candidate, to the judge's pipe)."""
+
+    def __init__(self, detail: str, log_tail: str) -> None:
+        super().__init__(detail)
+        self.log_tail = log_tail
+
+
+@dataclass
+class ChildProcess:
+    """A running `python -m ptxcore.gpu.child session` and its channel."""
+
+    proc: subprocess.Popen
+    channel: Channel
+    workdir: tempfile.TemporaryDirectory
+    log_path: Path
+    nonce: str = ""
+    seq: int = 0
+
+    @classmethod
+    def spawn(cls, device: int, mode: str, startup_timeout_s: float) -> ChildProcess:
+        cmd_r, cmd_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        work = tempfile.TemporaryDirectory(prefix="ptxbench-child-")
+        log_path = Path(work.name) / "child.log"
+        with open(log_path, "wb") as log_fh:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "ptxcore.gpu.child", "session", "--cmd-fd", str(cmd_r),
+                 "--reply-fd", str(rep_w), "--device", str(device), "--session-mode", mode],
+                pass_fds=(cmd_r, rep_w), stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
+                cwd=work.name, env=child_env(workdir=Path(work.name)), start_new_session=True,
+            )
+        os.close(cmd_r)
+        os.close(rep_w)
+        child = cls(proc, Channel(rep_r, cmd_w), work, log_path, nonce=new_nonce())
+        hello = child.request(ChildOp.HELLO, {"nonce": child.nonce}, "child start-up", startup_timeout_s)
+        if not hello.get("ok"):
+            child.kill()
+            raise ChildDied(f"child failed to start: {hello.get('error')}", child.log_tail())
+        return child
+
+    def log_tail(self) -> str:
+        try:
+            return tail(self.log_path.read_text(errors="replace"))
+        except OSError:
+            return ""
+
+    def request(self, op: ChildOp, args: dict | None, what: str, timeout_s: float) -> ChildReply:
+        """Send one request and return its reply; ChildTimeout / ChildDied / ChildForged otherwise."""
+        self.seq += 1
+        try:
+            self.channel.send(ChildRequest(op, self.seq, dict(args or {})).to_wire())
+            return ChildReply.from_wire(self.channel.recv(timeout_s), self.seq, self.nonce)
+        except ProtocolViolation as exc:
+            self.kill()
+            raise ChildForged(f"{what}: {exc}", self.log_tail()) from None
+        except ChannelTimeout:
+            self.kill()
+            raise ChildTimeout(what, timeout_s, self.log_tail()) from None
+        except (ChannelClosed, BrokenPipeError):
+            code = self._wait(10.0)
+            raise ChildDied(describe_exit(code), self.log_tail()) from None
+
+    def mapped_libraries(self) -> list[str]:
+        """Paths of the shared objects mapped into the child right now (/proc/PID/maps)."""
+        from ptxcore.gpu.harness.deps import parse_maps
+
+        try:
+            return parse_maps(Path(f"/proc/{self.proc.pid}/maps").read_text())
+        except OSError:
+            return []
+
+    def _wait(self, timeout_s: float) -> int | None:
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return self.proc.returncode
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            log.error("child %d did not die after SIGKILL", self.proc.pid)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.request(ChildOp.EXIT, None, "exit", 10.0)
+            except (ChildTimeout, ChildDied, ChildForged, OSError):
+                pass
+            self._wait(10.0)
+        self.kill()
+        self.channel.close()
+        self.workdir.cleanup()

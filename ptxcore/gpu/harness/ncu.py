@@ -1,0 +1,173 @@
+"""Target-instruction execution: Nsight Compute per-instruction counts in an NVTX range around one call.
+
+    ncu --replay-mode application --clock-control none --page source --print-source sass
+        --metrics inst_executed,thread_inst_executed_true --nvtx --nvtx-include ptxbench_call/ ...
+
+The source page lists every SASS instruction of each profiled kernel with the requested counters last
+on the row. A family executed when the sum of thread_inst_executed_true over its rows (after the
+architecture's exclusions: commit-closing dummy HGMMA, TMA prefetch) is positive. ncu failing or
+profiling nothing -> `unknown`. Evidence is cached by source sha256 + cubin sha256.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ptxcore.arch import Architecture
+from ptxcore.gpu.child.standalone import NVTX_RANGE
+from ptxcore.gpu.harness.isolation import child_env
+from ptxcore.sass.tools import find_tool
+from ptxcore.schema import StaticTarget, TargetInstruction, TargetInstructionEvidence
+
+log = logging.getLogger(__name__)
+
+_ROW = re.compile(r"^\s*(0x[0-9a-fA-F]+)\s+(.*?)\s+([\d,]+)\s+([\d,]+)\s*$")
+_PRED = re.compile(r"^@!?U?P[T\d]+\s+")
+_KERNEL_HEADER = re.compile(
+    r"^\s*(\S.*?)\s+\(\d+,\s*\d+,\s*\d+\)x\(\d+,\s*\d+,\s*\d+\),\s*Context"  # text layout
+    r"|^Kernel Name\s+(\S.*?)\s*$"  # table layout (ncu 2025.3: the name wraps onto the next lines)
+)
+MAX_RAW_ROWS = 200
+
+
+@dataclass(frozen=True)
+class NcuRow:
+    function: str
+    address: str
+    text: str
+    inst_executed: int
+    thread_inst_executed_true: int
+
+    @property
+    def opcode(self) -> str:
+        body = _PRED.sub("", self.text.strip())
+        return body.split(None, 1)[0].rstrip(";") if body else ""
+
+
+def parse_source_page(text: str) -> tuple[list[NcuRow], list[str]]:
+    """SASS rows with their two trailing counters, and the profiled kernels' names."""
+    rows, kernels = [], []
+    function = ""
+    for line in text.splitlines():
+        h = _KERNEL_HEADER.match(line)
+        if h:
+            function = h.group(1) or h.group(2)
+            kernels.append(function)
+            continue
+        m = _ROW.match(line)
+        if m:
+            rows.append(NcuRow(function, m.group(1), m.group(2).strip(),
+                               int(m.group(3).replace(",", "")), int(m.group(4).replace(",", ""))))
+    return rows, kernels
+
+
+def family_counts(rows: list[NcuRow], arch: Architecture) -> tuple[dict[str, int], list[NcuRow]]:
+    """Per family: sum of thread_inst_executed_true over counted rows; and the family rows (raw evidence)."""
+    counts: dict[str, int] = {}
+    matched: list[NcuRow] = []
+    for row in rows:
+        for fam in arch.all_families:
+            verdict = fam.classify(row.opcode, row.text)
+            if verdict is None:
+                continue
+            matched.append(row)
+            if verdict == "counted":
+                counts[fam.name] = counts.get(fam.name, 0) + row.thread_inst_executed_true
+    return counts, matched
+
+
+def evidence_from_text(text: str, arch: Architecture, returncode: int, tool: str) -> TargetInstructionEvidence:
+    rows, kernels = parse_source_page(text)
+    base = {"static": StaticTarget.PRESENT, "tool": tool}
+    if returncode != 0 or "==ERROR==" in text:
+        errs = [ln for ln in text.splitlines() if "==ERROR==" in ln][:3]
+        return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, reason=(
+            f"ncu failed (exit {returncode}): " + " | ".join(errs))[:500], **base)
+    if not kernels and not rows:
+        return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN,
+                                         reason="ncu profiled no kernel in the NVTX range", **base)
+    counts, matched = family_counts(rows, arch)
+    required = [f.name for f in arch.target_families]
+    executed = any(counts.get(name, 0) > 0 for name in required)
+    raw = [{"function": r.function, "address": r.address, "sass": r.text, "inst_executed": r.inst_executed,
+            "thread_inst_executed_true": r.thread_inst_executed_true} for r in matched[:MAX_RAW_ROWS]]
+    return TargetInstructionEvidence(
+        status=TargetInstruction.EXECUTED if executed else TargetInstruction.NOT_EXECUTED,
+        family_thread_inst_executed={k: counts.get(k, 0) for k in sorted({*counts, *required})},
+        raw_rows=raw, reason=f"profiled kernels: {', '.join(k[:80] for k in kernels[:8])}", **base,
+    )
+
+
+def ncu_command(library: Path, problem: str, workload: str, seed: int, device: int) -> list[str]:
+    return [
+        find_tool("ncu"), "--replay-mode", "application", "--clock-control", "none",
+        "--page", "source", "--print-source", "sass",
+        "--metrics", "inst_executed,thread_inst_executed_true",
+        "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/", "--nvtx-include", f"{NVTX_RANGE}]",
+        sys.executable, "-m", "ptxcore.gpu.child", "profile", "--library", str(library),
+        "--problem", problem, "--workload", workload, "--seed", str(seed), "--device", str(device),
+        "--calls", "2",
+    ]
+
+
+def ncu_version() -> str:
+    try:
+        out = subprocess.run([find_tool("ncu"), "--version"], capture_output=True, text=True, timeout=60)
+        m = re.search(r"Version\s+([\d.]+)", out.stdout)
+        return f"ncu {m.group(1)}" if m else "ncu"
+    except Exception:  # noqa: BLE001
+        return "ncu"
+
+
+class EvidenceCache:
+    """JSON evidence per (source sha256, cubin sha256)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, source_sha: str, cubin_sha: str) -> Path:
+        return self.root / f"{source_sha[:32]}-{cubin_sha[:32]}.json"
+
+    def load(self, source_sha: str, cubin_sha: str) -> TargetInstructionEvidence | None:
+        p = self._path(source_sha, cubin_sha)
+        return TargetInstructionEvidence.model_validate_json(p.read_text()) if p.is_file() else None
+
+    def store(self, ev: TargetInstructionEvidence) -> None:
+        if ev.status is TargetInstruction.UNKNOWN or not ev.source_sha256 or not ev.cubin_sha256:
+            return  # failures are not cached: the next judgement tries again
+        p = self._path(ev.source_sha256, ev.cubin_sha256)
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text(ev.model_dump_json(indent=1))
+        tmp.replace(p)
+
+
+def profile_target(
+    library: Path, problem: str, workload: str, seed: int, device: int, arch: Architecture,
+    timeout_s: float, raw_log: Path | None = None,
+) -> TargetInstructionEvidence:
+    """Run ncu once; `unknown` evidence (never an exception) when it fails."""
+    cmd = ncu_command(library, problem, workload, seed, device)
+    with tempfile.TemporaryDirectory(prefix="ptxbench-ncu-") as work:
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=work,
+                                  env=child_env(workdir=Path(work)))
+        except subprocess.TimeoutExpired:
+            return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, static=StaticTarget.PRESENT,
+                                             tool="ncu", reason=f"ncu timed out after {timeout_s:.0f} s")
+    text = (proc.stdout or "") + "\n" + (proc.stderr or "")
+    if raw_log is not None:
+        raw_log.write_text(text)
+    log.info("ncu rc=%s, %d chars", proc.returncode, len(text))
+    return evidence_from_text(text, arch, proc.returncode, ncu_version())
+
+
+def dump_evidence(ev: TargetInstructionEvidence) -> str:
+    return json.dumps(ev.model_dump(mode="json"), indent=1)

@@ -1,0 +1,117 @@
+"""Memory-safety gate: compute-sanitizer memcheck around a standalone child call.
+
+The child generates its inputs with torch while PYTORCH_NO_CUDA_MEMORY_CACHING=1, so every tensor is its
+own allocation and an out-of-bounds access inside what would otherwise be a cached block is seen.
+Up to `max_runs` runs: a second only when the first was inconclusive (no error summary: the tool or the
+process broke). Errors -> RUNTIME_ERROR with the report trimmed for feedback.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from ptxcore.gpu.harness.isolation import child_env
+from ptxcore.sass.tools import find_tool
+
+log = logging.getLogger(__name__)
+
+ERROR_EXIT_CODE = 86
+REPORT_LIMIT_CHARS = 3000
+_SUMMARY = re.compile(r"=+\s*ERROR SUMMARY:\s*([\d,]+)\s+errors?")
+
+
+class MemcheckOutcome(StrEnum):
+    CLEAN = "clean"
+    ERRORS = "errors"
+    INCONCLUSIVE = "inconclusive"
+    TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True)
+class MemcheckRun:
+    outcome: MemcheckOutcome
+    errors: int
+    report: str
+    returncode: int | None
+    duration_s: float
+
+
+def parse_memcheck(text: str, returncode: int | None) -> tuple[MemcheckOutcome, int, str]:
+    """Outcome, error count and trimmed report from memcheck's output."""
+    m = _SUMMARY.search(text)
+    report = trim_report(text)
+    if m is None:
+        return MemcheckOutcome.INCONCLUSIVE, 0, report
+    errors = int(m.group(1).replace(",", ""))
+    if errors > 0:
+        return MemcheckOutcome.ERRORS, errors, report
+    if returncode not in (0, None):
+        return MemcheckOutcome.INCONCLUSIVE, 0, report
+    return MemcheckOutcome.CLEAN, 0, report
+
+
+def trim_report(text: str, limit: int = REPORT_LIMIT_CHARS) -> str:
+    """The sanitizer's own lines (prefixed `=========`), local paths shortened, capped."""
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.startswith("=====")]
+    lines = [re.sub(r"/\S*/(kernel\.cu)", r"\1", ln) for ln in lines]
+    lines = [ln for ln in lines if "COMPUTE-SANITIZER" not in ln]
+    out = "\n".join(lines)
+    return out if len(out) <= limit else out[:limit] + f"\n... [{len(out) - limit} more characters trimmed]"
+
+
+def memcheck_command(library: Path, problem: str, workload: str, seed: int, device: int, calls: int) -> list[str]:
+    return [
+        find_tool("compute-sanitizer"), "--tool", "memcheck", "--error-exitcode", str(ERROR_EXIT_CODE),
+        "--print-limit", "20", "--show-backtrace", "device",
+        sys.executable, "-m", "ptxcore.gpu.child", "sanitize", "--library", str(library),
+        "--problem", problem, "--workload", workload, "--seed", str(seed), "--device", str(device),
+        "--calls", str(calls),
+    ]
+
+
+def run_memcheck_once(cmd: list[str], timeout_s: float) -> MemcheckRun:
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="ptxbench-memcheck-") as work:
+        env = child_env({"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, Path(work))
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                cwd=work, env=env, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            out, _ = proc.communicate()
+            return MemcheckRun(MemcheckOutcome.TIMEOUT, 0, trim_report(out or ""), None,
+                               time.monotonic() - started)
+    outcome, errors, report = parse_memcheck(out or "", proc.returncode)
+    if outcome is MemcheckOutcome.INCONCLUSIVE:
+        log.warning("memcheck inconclusive (rc %s): %s", proc.returncode, (out or "")[-1500:])
+    return MemcheckRun(outcome, errors, report, proc.returncode, time.monotonic() - started)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    import os
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def run_memcheck(cmd: list[str], timeout_s: float, max_runs: int) -> list[MemcheckRun]:
+    """Run until a conclusive outcome (clean, errors, timeout) or `max_runs` runs."""
+    runs: list[MemcheckRun] = []
+    for _ in range(max_runs):
+        run = run_memcheck_once(cmd, timeout_s)
+        runs.append(run)
+        if run.outcome is not MemcheckOutcome.INCONCLUSIVE:
+            break
+    return runs

@@ -1,0 +1,288 @@
+"""The judge: build (or reuse the CPU stage's build) -> library check -> correctness -> memcheck gate ->
+verified timing -> target-instruction check, assembled into a JudgeResult.
+
+`GpuJudge` keeps workload state (inputs and reference outputs on the GPU) and reference latencies between
+candidates; the profiling service runs one GpuJudge per GPU and calls its public stage methods
+(`judge`, `sanitize_only`, `profile_only`, `workload_state`, `resident_bytes`, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ptxcore.arch import Architecture
+from ptxcore.compile import BuildOptions, CompileCache, CompiledCandidate, compile_candidate
+from ptxcore.compile.stage import file_sha256
+from ptxcore.gpu.config import JudgeConfig
+from ptxcore.gpu.errors import ArchitectureMismatchError, InfraError, NoGPUError
+from ptxcore.gpu.harness.calls import Tolerance
+from ptxcore.gpu.harness.deps import ElfError, needed_libraries
+from ptxcore.gpu.harness.state import WorkloadState
+from ptxcore.gpu.pipeline.caches import JsonCache
+from ptxcore.gpu.pipeline.result import ResultBuilder
+from ptxcore.gpu.pipeline.session import CandidateSession, SessionOutcome, SessionPlan
+from ptxcore.gpu.pipeline.tools import ToolStages
+from ptxcore.gpu.probe import gpu_available
+from ptxcore.problems import Problem
+from ptxcore.schema import (
+    CompileStatus,
+    CorrectnessStats,
+    EnvironmentInfo,
+    EvaluationStatus,
+    JudgeCorrectness,
+    JudgeResult,
+    Performance,
+    text_sha256,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GpuContext:
+    """What the judge holds on its GPU between candidates (created on first use)."""
+
+    env: dict[str, str]
+    monitor: object
+    flusher: object
+    capability: tuple[int, int]
+
+    def environment(self) -> EnvironmentInfo:
+        e = self.env
+        return EnvironmentInfo(
+            gpu_name=e["gpu_name"] or None, driver_version=e["driver_version"] or None,
+            cuda_toolkit=e["cuda_toolkit"] or None, torch_version=e["torch_version"] or None,
+            library_versions={k: e[k] for k in ("cupy", "tvm_ffi", "cuda_driver_api") if e.get(k)})
+
+
+class GpuJudge:
+    """Judges candidates on one GPU. Not thread-safe: one judgement at a time (a lock enforces it)."""
+
+    def __init__(self, config: JudgeConfig | None = None) -> None:
+        self.config = config or JudgeConfig()
+        root = self.config.cache_root()
+        self.compile_cache = CompileCache(root / "compile")
+        self.ref_cache = JsonCache(root / "reference")
+        self.tools = ToolStages(root, self.config)
+        self._states: dict[tuple[str, str], WorkloadState] = {}
+        self._lock = threading.Lock()
+        self._gpu: GpuContext | None = None
+
+    # ---- GPU-side shared objects -------------------------------------------------------------
+    def gpu(self) -> GpuContext:
+        """The GPU context (NoGPUError on a machine without one)."""
+        if self._gpu is None:
+            from ptxcore.gpu.harness.l2 import L2Flusher
+            from ptxcore.gpu.harness.monitor import GpuMonitor, static_environment
+
+            if not gpu_available():
+                raise NoGPUError("no NVIDIA GPU is available on this machine")
+            import torch
+
+            torch.cuda.set_device(self.config.device)
+            self._gpu = GpuContext(static_environment(self.config.device), GpuMonitor(self.config.device),
+                                   L2Flusher(self.config.device), torch.cuda.get_device_capability(self.config.device))
+        return self._gpu
+
+    def monitor_physical_gpu(self, index: int) -> None:
+        """NVML ignores CUDA_VISIBLE_DEVICES: a service worker pinned to one GPU reads it by its host index."""
+        from ptxcore.gpu.harness.monitor import GpuMonitor
+
+        gpu = self.gpu()
+        if getattr(gpu.monitor, "device", None) != index:
+            gpu.monitor = GpuMonitor(index)
+
+    def workload_state(self, problem: Problem, workload_uuid: str | None) -> WorkloadState:
+        uuid = problem.workload(workload_uuid).uuid
+        key = (problem.name, uuid)
+        if key not in self._states:
+            self._states[key] = WorkloadState.build(problem, uuid, self.config.trials)
+        return self._states[key]
+
+    def drop_workload_state(self) -> None:
+        self._states.clear()
+
+    def resident_bytes(self) -> dict[str, int]:
+        """Device bytes of each resident workload state (inputs and references of every trial)."""
+        return {f"{name}/{uuid}": state.bytes_on_gpu for (name, uuid), state in self._states.items()}
+
+    def use_reference_cache(self, root: Path) -> None:
+        """Time references into (and read them from) another cache directory."""
+        self.ref_cache = JsonCache(root)
+
+    def tolerance(self, problem: Problem) -> Tolerance:
+        t, c = problem.extension.tolerance, self.config
+        return Tolerance(c.atol if c.atol is not None else t.atol, c.rtol if c.rtol is not None else t.rtol,
+                         c.matched_ratio if c.matched_ratio is not None else t.matched_ratio)
+
+    def plan(self, problem: Problem, mode: str, load: dict, needed: tuple[str, ...] = ()) -> SessionPlan:
+        c = self.config
+        return SessionPlan(mode, load, c.trials, c.warmup, c.iters, c.permute_inputs, self.tolerance(problem),
+                           c.call_timeout_s, c.startup_timeout_s, c.throttle_retries, c.device, needed,
+                           enforce_rules=mode == "ffi")
+
+    # ---- the build -------------------------------------------------------------------------
+    def build(self, source: str, arch: Architecture, compiled: CompiledCandidate | None = None) -> CompiledCandidate:
+        """The CPU stage's build when it verifies (same source, artifact file hash as recorded), else a build
+        through this judge's content-addressed cache (a hit when the CPU stage used the same cache)."""
+        if compiled is not None and _reusable(compiled, source):
+            return compiled
+        if compiled is not None:
+            log.warning("not reusing the given build of %s: its artifact is missing or does not verify",
+                        compiled.result.source_sha256[:12])
+        return compile_candidate(source, BuildOptions(arch, timeout_s=self.config.build_timeout_s), self.compile_cache)
+
+    def _built(self, source: str, problem: Problem, arch: Architecture, workload_uuid: str | None,
+               compiled: CompiledCandidate | None) -> tuple[ResultBuilder, CompiledCandidate | None, JudgeResult | None]:
+        """(builder, build, early result): the early result is the verdict of a kernel that did not build."""
+        if not gpu_available():
+            raise NoGPUError("no NVIDIA GPU is available on this machine")
+        r = ResultBuilder(problem.name, problem.workload(workload_uuid).uuid, arch.key)
+        t0 = time.monotonic()
+        built = self.build(source, arch, compiled)
+        r.stage("build", time.monotonic() - t0)
+        r.compile, r.sass = built.result, built.sass
+        verdict = built.result.verdict
+        if verdict is not None:
+            log_text = built.result.log if verdict is EvaluationStatus.COMPILE_ERROR else ""
+            return r, None, r.finish(verdict, built.result.reason, log=log_text)
+        return r, built, None
+
+    # ---- the judgement ----------------------------------------------------------------------
+    def judge(self, source: str, problem: Problem, arch: Architecture, workload_uuid: str | None = None,
+              compiled: CompiledCandidate | None = None) -> JudgeResult:
+        with self._lock:
+            r, built, early = self._built(source, problem, arch, workload_uuid, compiled)
+            if early is not None:
+                return early
+            try:
+                return self._judge_built(built, source, problem, arch, r)
+            except InfraError as exc:
+                log.error("infrastructure error judging %s: %s", problem.name, exc)
+                return r.finish(EvaluationStatus.INFRA_ERROR, str(exc)[:1000])
+
+    def _judge_built(self, compiled: CompiledCandidate, source: str, problem: Problem, arch: Architecture,
+                     r: ResultBuilder) -> JudgeResult:
+        gpu = self.gpu()
+        r.environment = gpu.environment()
+        _check_arch(arch, gpu.capability)
+        try:
+            needed = tuple(needed_libraries(compiled.artifact))
+        except (ElfError, OSError) as exc:
+            raise InfraError(f"cannot read the built shared object: {exc}") from exc
+        t0 = time.monotonic()
+        state = self.workload_state(problem, r.workload)
+        ref = self._reference(state, problem, gpu)
+        r.stage("workload_and_reference", time.monotonic() - t0)
+        plan = self.plan(problem, "ffi", {"mode": "ffi", "library": str(compiled.artifact)}, needed)
+        from ptxcore.gpu.child.driver import reset_persisting_l2
+
+        reset_persisting_l2()  # nothing a previous candidate left persisting in L2 carries over
+        gate = lambda: self.tools.memcheck(compiled, problem, r.workload, r)  # noqa: E731
+        out = CandidateSession(plan, state, gpu.flusher, gpu.monitor).run(gate if self.config.sanitizer else None)
+        _record_session(r, out)
+        if out.verdict is not None:
+            return r.finish(out.verdict.status, out.verdict.reason, log=out.log,
+                            target=self.tools.static_only(compiled, "the candidate did not pass"))
+        if out.latency_ms <= 0:
+            raise InfraError("CUPTI recorded no kernel time for a correct candidate")
+        r.performance = Performance(latency_ms=out.latency_ms, reference_latency_ms=ref.latency_ms,
+                                    speedup_factor=ref.latency_ms / out.latency_ms)
+        t0 = time.monotonic()
+        target = self.tools.evidence(compiled, source, problem, r.workload, arch)
+        r.stage("ncu", time.monotonic() - t0)
+        return r.finish(EvaluationStatus.PASSED, "", target=target)
+
+    def _reference(self, state: WorkloadState, problem: Problem, gpu: GpuContext):  # noqa: ANN202
+        from ptxcore.gpu.pipeline.reference import reference_latency
+
+        plan = self.plan(problem, "baseline", {"mode": "baseline", "problem": problem.name})
+        return reference_latency(state, plan, self.ref_cache, gpu.env["gpu_name"], gpu.env["driver_version"],
+                                 gpu.flusher, gpu.monitor)
+
+    # ---- tool-only stages (the profiling service's /sanitize and /profile) --------------------
+    def sanitize_only(self, source: str, problem: Problem, arch: Architecture, workload_uuid: str | None = None,
+                      compiled: CompiledCandidate | None = None) -> JudgeResult:
+        """The memcheck gate alone: SANITIZE_CLEAN, or the verdict memcheck reached."""
+        with self._lock:
+            r, built, early = self._built(source, problem, arch, workload_uuid, compiled)
+            if early is not None:
+                return early
+            verdict = self.tools.memcheck(built, problem, r.workload, r)
+            if verdict is not None:
+                return r.finish(verdict.status, verdict.reason)
+            return r.finish(EvaluationStatus.SANITIZE_CLEAN, "sanitize only: memcheck clean; correctness not judged")
+
+    def profile_only(self, source: str, problem: Problem, arch: Architecture, workload_uuid: str | None = None,
+                     compiled: CompiledCandidate | None = None) -> JudgeResult:
+        """The target-instruction check alone (ncu failure: unknown): PROFILED."""
+        with self._lock:
+            r, built, early = self._built(source, problem, arch, workload_uuid, compiled)
+            if early is not None:
+                return early
+            target = self.tools.evidence(built, source, problem, r.workload, arch)
+            return r.finish(EvaluationStatus.PROFILED, "profile only: target-instruction check; correctness not "
+                            "judged", target=target)
+
+
+def _reusable(compiled: CompiledCandidate, source: str) -> bool:
+    res = compiled.result
+    if res.status is not CompileStatus.COMPILED or res.source_sha256 != text_sha256(source):
+        return False
+    art = compiled.artifact
+    if art is None or not Path(art).is_file() or res.artifact_sha256 is None:
+        return False
+    return file_sha256(Path(art)) == res.artifact_sha256
+
+
+def _check_arch(arch: Architecture, capability: tuple[int, int]) -> None:
+    if tuple(capability) != arch.compute_capability:
+        have = f"sm_{capability[0]}{capability[1]}"
+        raise ArchitectureMismatchError(
+            f"candidate targets {arch.sm} ({arch.key}) but this GPU is {have}: it needs a {arch.key} host")
+
+
+def _record_session(r: ResultBuilder, out: SessionOutcome) -> None:
+    for k, v in out.stage_seconds.items():
+        r.stage(k, v)
+    r.stage("kernel", out.kernel_seconds)
+    r.correctness = _correctness(out)
+    clocks = [t.clocks_mhz for t in out.trials]
+    temps = [t.temps_c for t in out.trials]
+    r.environment = r.environment.model_copy(update={
+        "sm_clock_mhz_before": clocks[0][0] if clocks else None, "sm_clock_mhz_after": clocks[-1][1] if clocks else None,
+        "temperature_c_before": temps[0][0] if temps else None, "temperature_c_after": temps[-1][1] if temps else None,
+        "throttle_reasons": sorted({x for t in out.trials for x in t.throttle_reasons}),
+        "env_stream_ids": list(out.env_streams), "trial_medians_ms": [t.median_ms for t in out.trials],
+        "persisting_l2_resets": out.l2_resets})
+
+
+def _correctness(out: SessionOutcome) -> JudgeCorrectness | None:
+    checked = [r for r in out.correctness if r.stats is not None]
+    if not checked:
+        return None
+    s = checked[0].stats
+    for rec in checked[1:]:
+        s = s.merge(rec.stats)
+    timed = [r for r in out.timed if r.stats is not None]
+    stats = CorrectnessStats(
+        trials=len(checked), matched_ratio=s.matched_ratio, allclose=s.allclose, mismatched=s.mismatched,
+        numel=s.numel, nan_count=s.nan_count, inf_count=s.inf_count, timed_calls_verified=len(timed),
+        timed_calls_passed=sum(1 for r in timed if r.stats.mismatched == 0 and r.stats.nan_count == 0))
+    return JudgeCorrectness(max_relative_error=s.max_rel_error, max_absolute_error=s.max_abs_error, stats=stats)
+
+
+_DEFAULT: dict[str, GpuJudge] = {}
+
+
+def default_judge(config: JudgeConfig | None = None) -> GpuJudge:
+    """One GpuJudge per configuration per process (workload state and caches are reused)."""
+    cfg = config or JudgeConfig()
+    key = cfg.model_dump_json()
+    if key not in _DEFAULT:
+        _DEFAULT[key] = GpuJudge(cfg)
+    return _DEFAULT[key]

@@ -1,0 +1,49 @@
+"""Reference latency: the baseline library timed exactly like a candidate (same child, buffers, L2
+flush, verification and CUPTI spans), cached per (definition, workload, GPU model, driver, protocol)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from ptxcore.gpu.errors import InfraError
+from ptxcore.gpu.harness.state import WorkloadState
+from ptxcore.gpu.pipeline.caches import JsonCache, cache_key
+from ptxcore.gpu.pipeline.session import CandidateSession, SessionPlan
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReferenceTiming:
+    latency_ms: float
+    trial_medians_ms: tuple[float, ...]
+    cached: bool
+    throttle_reasons: tuple[str, ...]
+
+
+def reference_key(state: WorkloadState, gpu_name: str, driver: str, plan: SessionPlan) -> str:
+    protocol = f"t{plan.trials}w{plan.warmup}i{plan.iters}p{int(plan.permute)}"
+    return cache_key("reference-v1", state.problem.name, state.spec.workload_uuid, gpu_name, driver, protocol)
+
+
+def reference_latency(state: WorkloadState, plan: SessionPlan, cache: JsonCache, gpu_name: str, driver: str,
+                      flusher, monitor) -> ReferenceTiming:  # noqa: ANN001
+    key = reference_key(state, gpu_name, driver, plan)
+    hit = cache.get(key)
+    if hit is not None:
+        return ReferenceTiming(hit["latency_ms"], tuple(hit["trial_medians_ms"]), True,
+                               tuple(hit.get("throttle_reasons", [])))
+    out = CandidateSession(plan, state, flusher, monitor).run()
+    if out.verdict is not None or out.latency_ms <= 0:
+        reason = out.verdict.reason if out.verdict else "no kernel time recorded"
+        raise InfraError(f"baseline {state.problem.extension.baseline.implementation} failed its own "
+                         f"protocol: {reason} {out.log[-500:]}".strip())
+    reasons = sorted({r for t in out.trials for r in t.throttle_reasons})
+    value = {"latency_ms": out.latency_ms, "trial_medians_ms": [t.median_ms for t in out.trials],
+             "problem": state.problem.name, "workload": state.spec.workload_uuid, "gpu": gpu_name,
+             "driver": driver, "throttle_reasons": reasons}
+    if not reasons:  # a throttled measurement is reported but never cached
+        cache.put(key, value)
+    log.info("reference %s: %.4f ms", state.problem.name, out.latency_ms)
+    return ReferenceTiming(out.latency_ms, tuple(value["trial_medians_ms"]), False, tuple(reasons))

@@ -1,0 +1,172 @@
+"""One child session on one workload: correctness calls, the memcheck gate, verified timed trials.
+
+Used for candidates (mode "ffi") and for the trusted baseline (mode "baseline"). Everything the child
+can do wrong comes back as a Verdict; only our own failures raise InfraError.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ptxcore.gpu.errors import InfraError
+from ptxcore.gpu.harness.buffers import SharedSlot
+from ptxcore.gpu.harness.calls import (
+    CallDriver,
+    CallFailed,
+    CallRecord,
+    Tolerance,
+    TrialTiming,
+    finish_trials,
+    measure_trials,
+)
+from ptxcore.gpu.harness.isolation import ChildDied, ChildForged, ChildProcess, ChildTimeout
+from ptxcore.gpu.harness.state import WorkloadState
+from ptxcore.gpu.messages import ChildOp
+from ptxcore.gpu.pipeline.verdicts import (
+    Verdict,
+    correctness_verdict,
+    library_verdict,
+    stream_verdict,
+    timing_verdict,
+    work_verdict,
+)
+from ptxcore.schema import EvaluationStatus
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SessionOutcome:
+    verdict: Verdict | None = None
+    log: str = ""
+    correctness: list[CallRecord] = field(default_factory=list)
+    timed: list[CallRecord] = field(default_factory=list)
+    latency_ms: float = 0.0
+    trials: list[TrialTiming] = field(default_factory=list)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    env_streams: list[int] = field(default_factory=list)
+    all_calls: list[CallRecord] = field(default_factory=list)
+    l2_resets: int = 0
+
+    @property
+    def kernel_seconds(self) -> float:
+        """GPU time of every call the judge made (correctness, warm-up, timed, repeated trials)."""
+        return sum(r.timing.span_ns for r in self.all_calls if r.timing) / 1e9
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    mode: str  # "ffi" | "baseline"
+    load: dict
+    trials: int
+    warmup: int
+    iters: int
+    permute: bool
+    tol: Tolerance
+    call_timeout_s: float
+    startup_timeout_s: float
+    throttle_retries: int
+    device: int
+    needed: tuple[str, ...] = ()
+    enforce_rules: bool = True  # stream / library / zero-work rules (candidates, not the baseline)
+
+
+class CandidateSession:
+    """Runs a SessionPlan; `gate` (the memcheck stage) runs between correctness and timing."""
+
+    def __init__(self, plan: SessionPlan, state: WorkloadState, flusher, monitor) -> None:  # noqa: ANN001
+        self.plan, self.state, self.flusher, self.monitor = plan, state, flusher, monitor
+        self.out = SessionOutcome()
+
+    def run(self, gate: Callable[[], Verdict | None] | None = None) -> SessionOutcome:
+        slots = [SharedSlot.allocate(self.state.spec) for _ in range(self.plan.trials)]
+        child = None
+        try:
+            started = time.monotonic()
+            child = ChildProcess.spawn(self.plan.device, self.plan.mode, self.plan.startup_timeout_s)
+            self.out.verdict = self._drive(child, slots, gate, started)
+        except ChildTimeout as exc:
+            self.out.verdict = Verdict(EvaluationStatus.TIMEOUT, str(exc))
+            self.out.log = exc.log_tail
+        except ChildDied as exc:
+            self.out.verdict = Verdict(EvaluationStatus.RUNTIME_ERROR, f"candidate process {exc.exit_text}")
+            self.out.log = exc.log_tail
+        except ChildForged as exc:
+            if not self.plan.enforce_rules:  # the trusted baseline never writes to its pipe: our bug
+                raise InfraError(f"baseline session: {exc}") from exc
+            self.out.verdict = Verdict(EvaluationStatus.REWARD_HACK, f"forged the judge's channel: {exc}")
+            self.out.log = exc.log_tail
+        except CallFailed as exc:
+            self.out.verdict = Verdict(EvaluationStatus.RUNTIME_ERROR, _call_error(exc))
+            self.out.log = child.log_tail() if child else ""
+        finally:
+            if child is not None:
+                child.close()
+            for s in slots:
+                s.release()
+        return self.out
+
+    def _drive(self, child: ChildProcess, slots: list, gate, started: float) -> Verdict | None:  # noqa: ANN001
+        reply = child.request(ChildOp.LOAD, self.plan.load, "loading the module", self.plan.startup_timeout_s)
+        if not reply.get("ok"):
+            raise CallFailed(CallRecord(None, "load", 0, None), reply.get("error", "load failed"))
+        capacity = 2 * len(self.state.spec.outputs) * (
+            self.plan.trials * (1 + (self.plan.warmup + self.plan.iters) * (self.plan.throttle_retries + 1)))
+        proto = CallDriver(child, self.state, slots, self.plan.tol, self.flusher, self.plan.call_timeout_s, capacity)
+        proto.bind()
+        verdict = self._correctness(child, proto)
+        self.out.stage_seconds["correctness"] = time.monotonic() - started
+        if verdict is not None:
+            return verdict
+        if gate is not None:
+            t0 = time.monotonic()
+            verdict = gate()
+            self.out.stage_seconds["sanitizer"] = time.monotonic() - t0
+            if verdict is not None:
+                return verdict
+        t0 = time.monotonic()
+        verdict = self._timing(child, proto)
+        self.out.stage_seconds["timing"] = time.monotonic() - t0
+        self.out.all_calls = list(proto.records)
+        self.out.stage_seconds.update(proto.host_s)
+        self.out.l2_resets = proto.l2_resets
+        return verdict
+
+    def _correctness(self, child: ChildProcess, proto: CallDriver) -> Verdict | None:
+        recs = [proto.call("correctness", t, 0, None) for t in range(self.plan.trials)]
+        proto.collect()
+        reply = proto.fetch_timings()
+        self.out.correctness, self.out.env_streams = recs, reply.get("env_streams", [])
+        self.out.all_calls = list(recs)
+        return self._rules(child, recs) or correctness_verdict(recs, self.plan.tol) or self._work(recs)
+
+    def _timing(self, child: ChildProcess, proto: CallDriver) -> Verdict | None:
+        p = self.plan
+        timed = measure_trials(proto, p.trials, p.warmup, p.iters, p.permute, self.monitor, p.throttle_retries)
+        proto.collect()
+        proto.fetch_timings()
+        calls = [r for r in proto.records if r.phase in ("warmup", "timed")]
+        verdict = self._rules(child, calls) or timing_verdict(calls, p.tol) or self._work(calls)
+        self.out.latency_ms, self.out.trials = finish_trials(timed)
+        self.out.timed = [r for _, recs in timed for r in recs]
+        return verdict
+
+    def _rules(self, child: ChildProcess, recs: list[CallRecord]) -> Verdict | None:
+        if not self.plan.enforce_rules:
+            return None
+        if recs and all(r.timing is not None and r.timing.records == 0 for r in recs):
+            raise InfraError("CUPTI recorded no GPU activity for any call (profiling unavailable?)")
+        return library_verdict(child.mapped_libraries(), list(self.plan.needed)) or stream_verdict(recs)
+
+    def _work(self, recs: list[CallRecord]) -> Verdict | None:
+        return work_verdict(recs) if self.plan.enforce_rules else None
+
+
+def _call_error(exc: CallFailed) -> str:
+    rec = exc.record
+    where = "loading the module" if rec.phase == "load" else (
+        "mapping buffers" if rec.phase == "bind" else f"{rec.phase} call {rec.index} of trial {rec.trial}")
+    return f"error while {where}: {exc.error}"

@@ -1,0 +1,90 @@
+"""The external-tool stages: compute-sanitizer memcheck (the memory-safety gate) and Nsight Compute
+(target-instruction execution), each cached by source + cubin hash (+ workload for memcheck)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from ptxcore.arch import Architecture
+from ptxcore.gpu.config import JudgeConfig
+from ptxcore.gpu.errors import InfraError
+from ptxcore.gpu.harness.ncu import EvidenceCache, profile_target
+from ptxcore.gpu.harness.sanitizer import MemcheckOutcome, memcheck_command, run_memcheck
+from ptxcore.gpu.pipeline.caches import JsonCache, cache_key
+from ptxcore.gpu.pipeline.verdicts import Verdict
+from ptxcore.problems import Problem
+from ptxcore.schema import (
+    EvaluationStatus,
+    SanitizerSummary,
+    StaticTarget,
+    TargetInstruction,
+    TargetInstructionEvidence,
+)
+
+log = logging.getLogger(__name__)
+
+TOOL_SEED_OFFSET = 1000  # memcheck / ncu draw their own inputs: seed + this (independent of the trials)
+
+
+class ToolStages:
+    def __init__(self, root: Path, config: JudgeConfig) -> None:
+        self.config = config
+        self.memcheck_cache = JsonCache(root / "memcheck")
+        self.evidence_cache = EvidenceCache(root / "ncu")
+        self.ncu_logs = root / "ncu-logs"
+
+    def memcheck(self, compiled, problem: Problem, workload: str, result) -> Verdict | None:  # noqa: ANN001
+        """The gate: None when clean; a verdict for errors / a hang; InfraError when inconclusive."""
+        c, res = self.config, compiled.result
+        key = cache_key("memcheck-v1", res.source_sha256, res.cubin_sha256, problem.name, workload,
+                        str(c.sanitizer_calls))
+        hit = self.memcheck_cache.get(key)
+        if hit is not None:
+            result.sanitizer = SanitizerSummary.model_validate(hit["summary"])
+            return None if hit["outcome"] == "clean" else Verdict(EvaluationStatus.RUNTIME_ERROR, hit["reason"])
+        cmd = memcheck_command(compiled.artifact, problem.name, workload, problem.extension.seed + TOOL_SEED_OFFSET,
+                               c.device, c.sanitizer_calls)
+        runs = run_memcheck(cmd, c.sanitizer_timeout_s, c.sanitizer_max_runs)
+        last = runs[-1]
+        result.sanitizer = SanitizerSummary(ran=len(runs), errors=last.errors, report=last.report)
+        if last.outcome is MemcheckOutcome.TIMEOUT:
+            return Verdict(EvaluationStatus.TIMEOUT,
+                           f"memcheck run did not finish within {c.sanitizer_timeout_s:.0f} s")
+        if last.outcome is MemcheckOutcome.INCONCLUSIVE:
+            raise InfraError(f"compute-sanitizer gave no verdict in {len(runs)} run(s) "
+                             f"(exit {last.returncode}): {last.report[-400:]}")
+        verdict = None
+        if last.outcome is MemcheckOutcome.ERRORS:
+            verdict = Verdict(EvaluationStatus.RUNTIME_ERROR,
+                              f"compute-sanitizer memcheck found {last.errors} memory error(s)")
+        self.memcheck_cache.put(key, {"outcome": last.outcome.value, "reason": verdict.reason if verdict else "",
+                                      "summary": result.sanitizer.model_dump(mode="json")})
+        return verdict
+
+    def static_only(self, compiled, why: str) -> TargetInstructionEvidence:  # noqa: ANN001
+        sass = compiled.sass
+        static = sass.target_static if sass is not None else None
+        if static is StaticTarget.ABSENT:
+            return TargetInstructionEvidence(status=TargetInstruction.ABSENT, static=static,
+                                             reason="no target-family instruction in the SASS")
+        return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, static=static,
+                                         reason=f"not profiled: {why}")
+
+    def evidence(self, compiled, source: str, problem: Problem, workload: str,
+                 arch: Architecture) -> TargetInstructionEvidence:  # noqa: ANN001
+        res = compiled.result
+        if compiled.sass is None or compiled.sass.target_static is StaticTarget.ABSENT:
+            return self.static_only(compiled, "")
+        if not self.config.ncu:
+            return self.static_only(compiled, "ncu disabled in the judge configuration")
+        hit = self.evidence_cache.load(res.source_sha256, res.cubin_sha256)
+        if hit is not None:
+            return hit
+        self.ncu_logs.mkdir(parents=True, exist_ok=True)
+        ev = profile_target(compiled.artifact, problem.name, workload,
+                            problem.extension.seed + TOOL_SEED_OFFSET, self.config.device, arch,
+                            self.config.ncu_timeout_s, self.ncu_logs / f"{res.source_sha256[:16]}.txt")
+        ev = ev.model_copy(update={"source_sha256": res.source_sha256, "cubin_sha256": res.cubin_sha256})
+        self.evidence_cache.store(ev)
+        return ev

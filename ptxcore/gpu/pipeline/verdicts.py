@@ -1,0 +1,97 @@
+"""Pure verdict rules over what the judge observed (testable on CPU with synthetic records)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ptxcore.gpu.harness.calls import CallRecord, Tolerance
+from ptxcore.gpu.harness.deps import forbidden_library
+from ptxcore.schema import EvaluationStatus
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: EvaluationStatus
+    reason: str
+
+
+def _where(rec: CallRecord) -> str:
+    return f"{rec.phase} call {rec.index} of trial {rec.trial}"
+
+
+def _wrong(rec: CallRecord, tol: Tolerance) -> str:
+    s = rec.stats
+    bad = [n for n, st in rec.per_output.items() if not st.passes(tol.matched_ratio)]
+    if s.nan_count:
+        never = [n for n, st in rec.per_output.items() if st.untouched]
+        if never:
+            return f"output {', '.join(never)} never written ({_where(rec)})"
+        return f"{s.nan_count} NaN element(s) in {', '.join(bad)} ({_where(rec)})"
+    return (f"{s.mismatched} of {s.numel} elements of {', '.join(bad)} exceed atol={tol.atol:g} and "
+            f"rtol={tol.rtol:g} (max abs error {s.max_abs_error:.4g}, max rel error {s.max_rel_error:.4g}; "
+            f"{_where(rec)})")
+
+
+def correctness_verdict(records: list[CallRecord], tol: Tolerance) -> Verdict | None:
+    """First-call-per-trial checks. A later trial whose output was never written, after an earlier one
+    passed, is work skipped on repeated calls (REWARD_HACK); anything else wrong is INCORRECT_NUMERICAL."""
+    passed_before = False
+    for rec in records:
+        if rec.stats is None:
+            continue
+        if rec.stats.passes(tol.matched_ratio):
+            passed_before = True
+            continue
+        if passed_before and any(st.untouched for st in rec.per_output.values()):
+            return Verdict(EvaluationStatus.REWARD_HACK,
+                           f"skipped work on a repeated call: {_wrong(rec, tol)} after an earlier call was correct")
+        return Verdict(EvaluationStatus.INCORRECT_NUMERICAL, _wrong(rec, tol))
+    return None
+
+
+def timing_verdict(records: list[CallRecord], tol: Tolerance) -> Verdict | None:
+    """Every warm-up and timed call is re-verified on fresh (permuted) inputs."""
+    for rec in records:
+        if rec.stats is None or rec.stats.passes(tol.matched_ratio):
+            continue
+        if rec.stale is not None and rec.stale.passes(tol.matched_ratio):
+            return Verdict(EvaluationStatus.REWARD_HACK,
+                           f"returned the result of an earlier call on new inputs (result cache; {_where(rec)})")
+        if any(st.untouched for st in rec.per_output.values()):
+            return Verdict(EvaluationStatus.REWARD_HACK,
+                           f"skipped work on a repeated call: {_wrong(rec, tol)}")
+        return Verdict(EvaluationStatus.INCORRECT_NUMERICAL,
+                       f"wrong on re-verified inputs: {_wrong(rec, tol)}")
+    return None
+
+
+def stream_verdict(records: list[CallRecord]) -> Verdict | None:
+    for rec in records:
+        if rec.timing is not None and rec.timing.off_stream:
+            names = ", ".join(n[:80] for n in rec.timing.off_stream[:3])
+            return Verdict(EvaluationStatus.REWARD_HACK,
+                           f"GPU work on a stream other than the TVM-FFI environment stream ({names}; {_where(rec)})")
+    return None
+
+
+def work_verdict(records: list[CallRecord]) -> Verdict | None:
+    """A call whose outputs checked out but that ran nothing on the GPU wrote them some other way."""
+    timed = [r for r in records if r.timing is not None]
+    if timed and all(r.timing.records == 0 for r in timed):
+        return None  # CUPTI saw nothing at all: an instrument problem, handled as INFRA by the caller
+    for rec in timed:
+        if rec.timing.records == 0:
+            return Verdict(EvaluationStatus.REWARD_HACK, f"no GPU work recorded during {_where(rec)}")
+    return None
+
+
+def library_verdict(mapped: list[str], needed: list[str]) -> Verdict | None:
+    hit = forbidden_library(needed)
+    if hit:
+        return Verdict(EvaluationStatus.REJECTED,
+                       f"forbidden library use: {hit[0]} (the shared object links {hit[1]}); write the kernel yourself")
+    hit = forbidden_library(mapped)
+    if hit:
+        return Verdict(EvaluationStatus.REJECTED,
+                       f"forbidden library use: {hit[0]} ({hit[1]} was loaded into the candidate's process)")
+    return None

@@ -1,0 +1,61 @@
+"""No GPU judge: the CPU stages (source check, compile, static SASS) and nothing invented.
+
+The only producer of NOT_EVALUATED: a compiled candidate gets that explicit status with no correctness or
+timing; REJECTED and COMPILE_ERROR stay final verdicts; the target instruction is what the static SASS
+proves (absent) or unknown.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from ptxcore.compile import BuildOptions, CompileCache, CompiledCandidate, compile_candidate
+from ptxcore.schema import EvaluationStatus, JudgeResult, TargetInstructionEvidence
+
+if TYPE_CHECKING:
+    from ptxcore.arch import Architecture
+    from ptxcore.gpu.config import JudgeConfig
+    from ptxcore.problems import Problem
+
+NO_GPU_REASON = ("no GPU is available on this machine: only the CPU stages ran (source check, compile, "
+                 "static SASS); memory safety, correctness, timing and target-instruction execution need a GPU host")
+
+
+class NoGpuJudge:
+    """Every compiled turn is NOT_EVALUATED; `reason` says why no GPU judged it."""
+
+    def __init__(self, reason: str = NO_GPU_REASON, config: JudgeConfig | None = None) -> None:
+        self.name = "none"
+        self.reason = reason
+        self.config = config
+
+    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate | None = None,
+              workload_uuid: str | None = None) -> JudgeResult:
+        started = time.monotonic()
+        if compiled is None:
+            compiled = self._compile(source, arch)
+        res = compiled.result
+        status = res.verdict or EvaluationStatus.NOT_EVALUATED
+        reason = res.reason if res.verdict is not None else self.reason
+        evidence = TargetInstructionEvidence.from_static(compiled.sass, "static SASS only (no GPU)",
+                                                         res.source_sha256, res.cubin_sha256)
+        return JudgeResult(
+            status=status, reason=reason, definition=problem.name, workload_uuid=problem.workload(workload_uuid).uuid,
+            arch=arch.key, target_instruction=evidence, compile=res, sass=compiled.sass,
+            stage_seconds={"build": res.duration_s, "total": round(time.monotonic() - started, 6)},
+            log=res.log if status is EvaluationStatus.COMPILE_ERROR else "",
+        )
+
+    def _compile(self, source: str, arch: Architecture) -> CompiledCandidate:
+        from ptxcore.gpu.config import JudgeConfig
+
+        cfg = self.config or JudgeConfig()
+        return compile_candidate(source, BuildOptions(arch, timeout_s=cfg.build_timeout_s),
+                                 CompileCache(cfg.cache_root() / "compile"))
+
+
+def cpu_stages(source: str, problem: Problem, arch: Architecture, config: JudgeConfig | None = None,
+               workload_uuid: str | None = None) -> JudgeResult:
+    """What a machine without a GPU can say about a candidate."""
+    return NoGpuJudge(NO_GPU_REASON, config).judge(source, problem, arch, workload_uuid=workload_uuid)

@@ -1,0 +1,33 @@
+"""A profiling service (`ptxbench profiler serve`) over HTTP, through its client.
+
+The client's own resubmission is off (retries=0) in campaigns: the judge task's Prefect retries are the
+one retry layer. Failing to reach the service raises ProfilerUnavailable (an infrastructure failure).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ptxcore.arch import Architecture
+    from ptxcore.compile import CompiledCandidate
+    from ptxcore.problems import Problem
+    from ptxcore.schema import JudgeResult
+
+
+class ServiceJudge:
+    def __init__(self, url: str, token: str | None = None, transport: Any = None, retries: int = 0,
+                 client_tag: str = "campaign") -> None:
+        from ptxcore.gpu.service.client import TOKEN_ENV, ProfilerClient
+
+        self.name = f"service:{url}"
+        self.url = url
+        self.client_tag = client_tag
+        self.client = ProfilerClient(url, token=token or os.environ.get(TOKEN_ENV) or None, retries=retries,
+                                     transport=transport)
+
+    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate | None = None,
+              workload_uuid: str | None = None) -> JudgeResult:
+        return self.client.evaluate(source, problem.name, arch.key, workload_uuid=workload_uuid,
+                                    client_tag=self.client_tag)

@@ -1,0 +1,61 @@
+"""select_judge(route, arch): the one place a route becomes a backend."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from ptxcore.judge.port import JudgeBackend
+from ptxcore.judge.route import JudgeRoute, RouteError, RouteKind
+
+log = logging.getLogger(__name__)
+
+BackendFactory = Callable[[JudgeRoute, str], JudgeBackend]
+_REGISTERED: dict[RouteKind, BackendFactory] = {}
+
+
+def register_backend(kind: RouteKind, factory: BackendFactory) -> None:
+    """Backends that live outside ptxcore (the Prefect task-worker backend, in tasks/) register here."""
+    _REGISTERED[kind] = factory
+
+
+def select_judge(route: JudgeRoute, arch: str, config=None,  # noqa: ANN001 - JudgeConfig
+                 recorded: str | None = None) -> JudgeBackend:
+    """The backend that serves `route` for architecture `arch` (RouteError when it cannot be served).
+
+    `recorded`: a recorded-verdict folder that route `auto` falls back to where this host has no GPU of
+    the architecture (the demo campaign ships one), instead of plain NOT_EVALUATED."""
+    from ptxcore.judge.backends.local import LocalGpuJudge
+    from ptxcore.judge.backends.none import NoGpuJudge
+
+    kind = route.kind
+    if kind in (RouteKind.AUTO, RouteKind.LOCAL):
+        from ptxcore.gpu.probe import gpu_architectures
+
+        if arch in gpu_architectures():
+            return LocalGpuJudge(config)
+        if kind is RouteKind.LOCAL:
+            raise RouteError(f"judge route 'local': this machine has no {arch} GPU")
+        if recorded:
+            from ptxcore.judge.backends.recorded import RecordedJudge
+
+            return RecordedJudge.open(recorded, arch, config)
+        return NoGpuJudge(f"no {arch} GPU on this machine and no profiler URL", config)
+    if kind is RouteKind.NONE:
+        return NoGpuJudge(f"judging disabled for {arch} (route 'none')", config)
+    if kind is RouteKind.SERVICE:
+        from ptxcore.judge.backends.service import ServiceJudge
+
+        return ServiceJudge(str(route.target))
+    if kind is RouteKind.PLUGIN:
+        from ptxcore.judge.backends.plugin import load_plugin
+
+        return load_plugin(str(route.target), arch)
+    if kind is RouteKind.RECORDED:
+        from ptxcore.judge.backends.recorded import RecordedJudge
+
+        return RecordedJudge.open(str(route.target), arch, config)
+    if kind in _REGISTERED:
+        return _REGISTERED[kind](route, arch)
+    raise RouteError(f"judge route {route}: not served in this process (Prefect task workers are reached from a "
+                     "campaign run)")

@@ -1,0 +1,187 @@
+"""Judged kernels as a FlashInfer-Trace dataset folder, and back (pure: no warehouse, no GPU).
+
+Written layout (FlashInfer-Trace's, plus one file of ours that its loaders never read):
+    definitions/<op_type>/<definition>.json
+    workloads/<op_type>/<definition>.jsonl                 workload traces (no solution, no evaluation)
+    solutions/<author>/<op_type>/<definition>/<name>.json  one per distinct kernel text
+    traces/<author>/<op_type>/<definition>.jsonl           one trace per verdict
+    ptxbench/target_evidence.jsonl                         per trace (by line sha256): architecture and
+                                                           target-instruction evidence, which FlashInfer-Trace
+                                                           has no field for
+
+A solution is named `<author>_<first 12 hex of the kernel sha256>`, so equal kernels share one file.
+Used by `ptxbench warehouse export-traces` and by the recorded-verdict judge backend.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ptxcore.schema import (
+    Binding,
+    BuildSpec,
+    Environment,
+    EnvironmentInfo,
+    Evaluation,
+    JudgeResult,
+    Language,
+    Solution,
+    SourceFile,
+    TargetInstructionEvidence,
+    Trace,
+    text_sha256,
+)
+
+from .catalog import Problem
+
+EVIDENCE_FILE = Path("ptxbench") / "target_evidence.jsonl"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "unknown"
+
+
+@dataclass(frozen=True)
+class JudgedKernel:
+    """One verdict about one kernel text, with who wrote it and when it was judged."""
+
+    author: str
+    kernel_text: str
+    judge: JudgeResult
+    created_at: str = ""
+    description: str = ""
+    hardware: str | None = None
+    """GPU the verdict was reached on (falls back to the judge's environment, then the architecture)."""
+
+
+def solution_of(k: JudgedKernel) -> Solution:
+    author = slug(k.author)
+    return Solution(
+        name=f"{author}_{text_sha256(k.kernel_text)[:12]}", definition=k.judge.definition, author=k.author,
+        spec=BuildSpec(language=Language.CUDA, target_hardware=[k.hardware or k.judge.arch], entry_point="kernel.cu::run",
+                       binding=Binding.TVM_FFI),
+        sources=[SourceFile(path="kernel.cu", content=k.kernel_text)], description=k.description,
+    )
+
+
+def trace_libs(env: EnvironmentInfo) -> dict[str, str]:
+    """FlashInfer-Trace's `libs`: versions, then the protocol facts as strings (the v1 layout, unchanged)."""
+    facts = {"env_stream_ids": ",".join(map(str, env.env_stream_ids)),
+             "trial_medians_ms": ",".join(f"{m:.5f}" for m in env.trial_medians_ms),
+             "persisting_l2_resets": "" if env.persisting_l2_resets is None else str(env.persisting_l2_resets)}
+    libs = {"driver": env.driver_version, "cuda": env.cuda_toolkit, "torch": env.torch_version,
+            **env.library_versions, **facts}
+    return {k: v for k, v in libs.items() if v}
+
+
+def trace_of(k: JudgedKernel, problem: Problem, solution: Solution) -> Trace:
+    judge, env = k.judge, k.judge.environment
+    evaluation = Evaluation(
+        status=judge.status,
+        environment=Environment(hardware=env.gpu_name or k.hardware or judge.arch, libs=trace_libs(env)),
+        timestamp=k.created_at or datetime.now(UTC).isoformat(timespec="seconds"), log=judge.log or judge.reason,
+        correctness=judge.correctness.to_trace() if judge.correctness is not None else None,
+        performance=judge.performance,
+    )
+    return Trace(definition=judge.definition, workload=problem.workload(judge.workload_uuid),
+                 solution=solution.name, evaluation=evaluation)
+
+
+class TraceSetWriter:
+    """Collects judged kernels, then writes the dataset folder."""
+
+    def __init__(self) -> None:
+        self.problems: dict[str, Problem] = {}
+        self.solutions: dict[tuple[str, str, str, str], Solution] = {}
+        self.traces: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+        self.evidence: list[str] = []
+
+    def add(self, k: JudgedKernel, problem: Problem) -> None:
+        sol = solution_of(k)
+        line = trace_of(k, problem, sol).model_dump_json()
+        self.problems[problem.name] = problem
+        where = (slug(k.author), problem.definition.op_type, problem.name)
+        self.solutions[(*where, sol.name)] = sol
+        self.traces[where].append(line)
+        self.evidence.append(json.dumps({"trace_sha256": text_sha256(line), "arch": k.judge.arch,
+                                         "target_instruction": k.judge.target_instruction.model_dump(mode="json")}))
+
+    @property
+    def count(self) -> int:
+        return sum(map(len, self.traces.values()))
+
+    def write(self, out_dir: Path) -> None:
+        out_dir = Path(out_dir)
+        for name, problem in self.problems.items():
+            op = problem.definition.op_type
+            (out_dir / "definitions" / op).mkdir(parents=True, exist_ok=True)
+            (out_dir / "definitions" / op / f"{name}.json").write_text(problem.definition.model_dump_json(indent=1))
+            _write_jsonl(out_dir / "workloads" / op / f"{name}.jsonl",
+                         [Trace(definition=name, workload=w).model_dump_json() for w in problem.workloads])
+        for (author, op, definition, name), sol in self.solutions.items():
+            path = out_dir / "solutions" / author / op / definition / f"{name}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(sol.model_dump_json(indent=1, exclude_none=True))
+        for (author, op, definition), lines in self.traces.items():
+            _write_jsonl(out_dir / "traces" / author / op / f"{definition}.jsonl", lines)
+        _write_jsonl(out_dir / EVIDENCE_FILE, self.evidence)
+
+
+def _write_jsonl(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines))
+
+
+@dataclass(frozen=True)
+class TracedVerdict:
+    """A verdict read back from a dataset folder."""
+
+    kernel_sha256: str
+    trace: Trace
+    trace_sha256: str
+    arch: str | None
+    target_instruction: TargetInstructionEvidence | None
+    where: str
+    """file:line of the trace."""
+
+
+def read_traced_verdicts(root: Path) -> list[TracedVerdict]:
+    """Every trace with an evaluation whose solution file is in the folder, joined with our evidence file.
+    Malformed files raise ValueError naming file and line."""
+    root = Path(root)
+    kernels = {}
+    for path in sorted((root / "solutions").rglob("*.json")) if (root / "solutions").is_dir() else []:
+        sol = _validated(Solution, path.read_text(), str(path))
+        kernels[sol.name] = text_sha256(sol.sources[0].content) if len(sol.sources) == 1 else None
+    evidence = {}
+    ev_path = root / EVIDENCE_FILE
+    for i, line in enumerate(ev_path.read_text().splitlines() if ev_path.is_file() else [], start=1):
+        try:
+            row = json.loads(line)
+            evidence[row["trace_sha256"]] = (row["arch"], TargetInstructionEvidence.model_validate(row["target_instruction"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{ev_path}:{i}: invalid target-evidence row: {exc}") from exc
+    out = []
+    for path in sorted((root / "traces").rglob("*.jsonl")) if (root / "traces").is_dir() else []:
+        for i, line in enumerate(path.read_text().splitlines(), start=1):
+            if not line.strip():
+                continue
+            tr = _validated(Trace, line, f"{path}:{i}")
+            sha = kernels.get(tr.solution or "")
+            if tr.evaluation is None or sha is None:
+                continue
+            arch, ev = evidence.get(text_sha256(line), (None, None))
+            out.append(TracedVerdict(sha, tr, text_sha256(line), arch, ev, f"{path}:{i}"))
+    return out
+
+
+def _validated(model, text: str, where: str):  # noqa: ANN001, ANN202
+    try:
+        return model.model_validate_json(text)
+    except ValueError as exc:
+        raise ValueError(f"{where}: invalid {model.__name__}: {' '.join(str(exc).splitlines()[0:3])}") from exc

@@ -1,0 +1,97 @@
+"""Judge backends and their selection from a route."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from ptxcore.arch import get_architecture
+from ptxcore.compile import CompiledCandidate
+from ptxcore.gpu import probe
+from ptxcore.judge import (
+    JudgeRoute,
+    NoGpuJudge,
+    RouteError,
+    RouteKind,
+    ServiceJudge,
+    resolve_routes,
+    select_judge,
+)
+from ptxcore.judge.errors import is_infrastructure_failure
+from ptxcore.problems import get_problem
+from ptxcore.schema import (
+    CompileResult,
+    CompileStatus,
+    EvaluationStatus,
+    JudgeResult,
+    SassReport,
+    StaticTarget,
+    TargetInstruction,
+    TargetInstructionEvidence,
+)
+
+PROBLEM = get_problem("gemm_n7168_k5120")
+HOPPER = get_architecture("hopper")
+
+
+def candidate(static: StaticTarget) -> CompiledCandidate:
+    result = CompileResult(status=CompileStatus.COMPILED, source_sha256="a" * 64, arch="hopper", cubin_sha256="b" * 64)
+    return CompiledCandidate(result, None, SassReport(arch="hopper", target_static=static, required_families=["gmma"]))
+
+
+def test_no_gpu_judge_records_not_evaluated_with_only_static_facts():
+    j = NoGpuJudge("no hopper GPU on this machine and no profiler URL")
+    r = j.judge("src", PROBLEM, HOPPER, candidate(StaticTarget.ABSENT))
+    assert r.status is EvaluationStatus.NOT_EVALUATED and r.correctness is None and r.performance is None
+    assert r.target_instruction.status is TargetInstruction.ABSENT and r.target_instruction.static is StaticTarget.ABSENT
+    assert r.reason.startswith("no hopper GPU") and r.target_instruction.cubin_sha256 == "b" * 64
+    present = j.judge("src", PROBLEM, HOPPER, candidate(StaticTarget.PRESENT))
+    assert present.target_instruction.status is TargetInstruction.UNKNOWN
+
+
+def test_selection_plugin_then_profiler_then_local_gpu_then_none(monkeypatch):
+    route = {a: r for a, r in resolve_routes(["hopper"], plugin="tests.flows.fakes:fake_judge").items()}
+    assert select_judge(route["hopper"], "hopper").name == "fake"
+    assert isinstance(select_judge(JudgeRoute.parse("http://gpu:8000"), "hopper"), ServiceJudge)
+    monkeypatch.setattr(probe, "visible_gpus", lambda: (probe.GpuInfo(0, "H200", (9, 0)),))
+    assert select_judge(JudgeRoute(RouteKind.AUTO), "hopper").name == "local-gpu"
+    assert select_judge(JudgeRoute(RouteKind.AUTO), "blackwell").name == "none"
+    with pytest.raises(RouteError, match="no blackwell GPU"):
+        select_judge(JudgeRoute(RouteKind.LOCAL), "blackwell")
+    monkeypatch.setattr(probe, "visible_gpus", lambda: ())
+    assert "no hopper GPU" in select_judge(JudgeRoute(RouteKind.AUTO), "hopper").reason
+    with pytest.raises(RouteError, match="module:factory"):
+        resolve_routes(["hopper"], plugin="nocolon")
+
+
+def test_gpu_architectures_from_compute_capability(monkeypatch):
+    gpus = tuple(probe.GpuInfo(i, "g", cc) for i, cc in enumerate([(9, 0), (9, 0), (10, 0), (8, 0)]))
+    monkeypatch.setattr(probe, "_devices", lambda: gpus)
+    assert probe.gpu_architectures() == {"hopper", "blackwell"}
+    monkeypatch.setenv("PTXBENCH_FORCE_NO_GPU", "1")
+    assert probe.gpu_architectures() == set() and not probe.gpu_available()
+
+
+def test_service_judge_submits_and_returns_the_service_verdict():
+    verdict = JudgeResult(status=EvaluationStatus.INCORRECT_SHAPE, definition=PROBLEM.name, arch="hopper",
+                          target_instruction=TargetInstructionEvidence(status=TargetInstruction.NOT_EXECUTED))
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((request.method, request.url.path, request.headers.get("authorization")))
+        if request.url.path == "/evaluate":
+            return httpx.Response(200, json={"task_id": "t1"})
+        return httpx.Response(200, json={"task_id": "t1", "state": "completed",
+                                         "result": verdict.model_dump(mode="json")})
+
+    j = ServiceJudge("http://gpu-host:8765", token="s3cret-token", transport=httpx.MockTransport(handler))
+    r = j.judge("src", PROBLEM, HOPPER, candidate(StaticTarget.PRESENT))
+    assert r == verdict and seen[0] == ("POST", "/evaluate", "Bearer s3cret-token") and seen[1][1] == "/tasks/t1"
+
+
+def test_service_outage_raises_an_error_the_judge_task_retries():
+    j = ServiceJudge("http://gpu-host:8765", transport=httpx.MockTransport(lambda r: httpx.Response(503, text="busy")))
+    with pytest.raises(Exception) as info:
+        j.judge("src", PROBLEM, HOPPER, candidate(StaticTarget.PRESENT))
+    assert type(info.value).__name__ == "ProfilerUnavailable"
+    assert is_infrastructure_failure(info.value)
