@@ -49,6 +49,8 @@ def envelope(status: EvaluationStatus, latency=None, reference=None, target=Targ
             status=target, static=StaticTarget.PRESENT, family_thread_inst_executed={"gmma": 1024}
         ),
         performance=perf,
+        correctness={"max_absolute_error": 0.0} if status in (EvaluationStatus.PASSED,
+                                                               EvaluationStatus.INCORRECT_NUMERICAL) else None,
     )
     return result.model_dump(mode="json")
 
@@ -62,7 +64,7 @@ def out_dir(tmp_path):
         json.dumps(envelope(EvaluationStatus.RUNTIME_ERROR))
     )
     (tmp_path / "replay__gemm_n7168_k5120__turn2_INCORRECT_NUMERICAL.json").write_text(
-        json.dumps(envelope(EvaluationStatus.PASSED))
+        json.dumps(envelope(EvaluationStatus.PASSED, 2.0, 0.82))
     )
     return tmp_path
 

@@ -7,10 +7,10 @@ import pytest
 
 from ptxcore.gpu.service.client import ProfilerClient, ProfilerRequestError, ProfilerUnavailable
 from ptxcore.gpu.service.models import TaskKind, WorkItem
-from ptxcore.gpu.service.outcome import verdict_result
 from ptxcore.schema import EvaluationStatus
 
 from .conftest import GEMM
+from .results import scripted_result
 
 ITEM = WorkItem(task_id="a" * 32, kind=TaskKind.EVALUATE, definition=GEMM, arch="hopper", source="x",
                 source_sha256="0" * 64, timeout_s=5)
@@ -34,7 +34,7 @@ class FakeServer:
             return httpx.Response(202, json={"task_id": f"{self.submits:032x}", "state": "pending"})
         self.polls += 1
         state, status = self._next
-        result = verdict_result(ITEM, status, "scripted").model_dump(mode="json") if status else None
+        result = scripted_result(ITEM, status, "scripted").model_dump(mode="json") if status else None
         tid = request.url.path.rsplit("/", 1)[-1]
         return httpx.Response(200, json={"task_id": tid, "state": state, "result": result, "error": "x"})
 

@@ -6,10 +6,12 @@ import signal
 
 from ptxcore.gpu.service.health import HealthVerdict
 from ptxcore.gpu.service.models import GpuCondition, TaskKind, WorkItem
-from ptxcore.gpu.service.outcome import Action, classify, verdict_result
+from ptxcore.gpu.service.outcome import Action, classify
 from ptxcore.gpu.service.runner import Phase
 from ptxcore.gpu.service.worker import OutcomeKind, RunOutcome
 from ptxcore.schema import EnvironmentInfo, EvaluationStatus
+
+from .results import scripted_result
 
 ITEM = WorkItem(task_id="t" * 32, kind=TaskKind.EVALUATE, definition="gemm_n7168_k5120", arch="hopper",
                 source="x", source_sha256="0" * 64, timeout_s=5)
@@ -19,7 +21,7 @@ DRAINING = ["hw_thermal_slowdown"]
 
 
 def result(status=EvaluationStatus.PASSED, throttle=()):
-    r = verdict_result(ITEM, status, "")
+    r = scripted_result(ITEM, status, "")
     return r.model_copy(update={"environment": EnvironmentInfo(throttle_reasons=list(throttle))})
 
 

@@ -7,10 +7,11 @@ import time
 import pytest
 
 from ptxcore.gpu.service.models import AttemptDisposition, AttemptRecord, TaskKind, TaskState
-from ptxcore.gpu.service.outcome import verdict_result
 from ptxcore.gpu.service.store import LOST_MESSAGE, TaskStore
 from ptxcore.gpu.service.workdir import WorkDir, WorkDirError
 from ptxcore.schema import EvaluationStatus
+
+from .results import scripted_result
 
 
 def create(store: TaskStore, tag: str = ""):
@@ -32,7 +33,7 @@ def test_lifecycle_and_persistence(tmp_path):
     store.requeue(view.task_id, attempt(1, AttemptDisposition.EXCLUDED, "GPU hot"))
     assert store.get(view.task_id).state is TaskState.PENDING
     assert store.mark_running(view.task_id, 0)
-    item_result = verdict_result(_item(view), EvaluationStatus.INCORRECT_NUMERICAL, "wrong")
+    item_result = scripted_result(_item(view), EvaluationStatus.INCORRECT_NUMERICAL, "wrong")
     store.complete(view.task_id, attempt(0), item_result)
     store.close()
     again = TaskStore(tmp_path / "t.sqlite3").get(view.task_id)
@@ -47,7 +48,7 @@ def test_recover_marks_running_lost_and_returns_pending_in_order(tmp_path):
     a, b, c, d = (create(store, str(i)) for i in range(4))
     store.mark_running(a.task_id, 0)
     store.mark_running(d.task_id, 0)
-    store.complete(d.task_id, attempt(), verdict_result(_item(d), EvaluationStatus.PASSED, ""))
+    store.complete(d.task_id, attempt(), scripted_result(_item(d), EvaluationStatus.PASSED, ""))
     store.close()  # "crash": a is running, b and c pending, d done
     store = TaskStore(tmp_path / "t.sqlite3")
     lost, pending = store.recover()
