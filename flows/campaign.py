@@ -266,7 +266,8 @@ def _finish(config: CampaignConfig, plans: list[TrajectoryPlan], writer: RecordW
             judges: dict[str, JudgeBackend], trajectories_run: int, turns_this_run: int, errors: list[str]) -> CampaignSummary:
     writer.reconcile_mlflow()
     turns, trajectories = writer.call(lambda wh, tr: (wh.turns(config.id), wh.trajectories(config.id)))
-    rows = headline_rows(turns, trajectories)
+    invalid = writer.call(lambda wh, tr: wh.invalid_turns(config.id))  # `warehouse invalidate`: not in the headline
+    rows = headline_rows([t for t in turns if t.key not in invalid], trajectories)
     markdown = headline_markdown(rows)
     summary = CampaignSummary(
         campaign_id=config.id, warehouse=str(wh_path), mlflow_tracking_uri=uri,

@@ -191,7 +191,9 @@ def status_command(
     path = Path(warehouse or f"runs/{campaign_id}/warehouse.duckdb")
     try:
         with Warehouse(path, read_only=True) as wh:
-            turns, trajectories = wh.turns(campaign_id), wh.trajectories(campaign_id)
+            invalid = wh.invalid_turns(campaign_id)  # left out, as in the metric views
+            turns = [t for t in wh.turns(campaign_id) if t.key not in invalid]
+            trajectories = wh.trajectories(campaign_id)
     except WarehouseError as exc:
         raise UserError(str(exc)) from exc
     if not trajectories:

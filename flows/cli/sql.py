@@ -4,8 +4,9 @@ The query is untrusted: `ptxcore.warehouse.usersql` accepts exactly one SELECT/E
 on a read-only connection with DuckDB's external access off and its configuration locked.
 
 Output: `table` (default) rounds floats to 4 significant digits, never truncates a column name or a value
-and is as wide as it needs to be, also when piped; `csv` and `json` keep full precision (json: an array of
-row objects, non-finite floats as null) and stream, so large results are never held in memory.
+and is as wide as it needs to be, also when piped; `csv` and `json` keep full precision and stream, so a
+large result is never held in memory (json: an array of row objects; non-finite floats as the strings
+"NaN" / "Infinity", as every JSON the project writes).
 """
 
 from __future__ import annotations
@@ -79,8 +80,9 @@ def unique_names(columns: list[str]) -> list[str]:
 
 
 def _json_value(value: Any) -> Any:
+    """Non-finite floats as the strings "NaN" / "Infinity" / "-Infinity" (the project's JSON convention)."""
     if isinstance(value, float) and not math.isfinite(value):
-        return None
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
 
 

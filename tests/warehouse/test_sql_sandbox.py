@@ -171,10 +171,10 @@ def test_csv_keeps_full_precision(dbs):
                        "12"]
 
 
-def test_json_is_valid_with_unique_keys_and_null_for_non_finite(dbs):
+def test_json_is_valid_with_unique_keys_and_strings_for_non_finite(dbs):
     r = sql(dbs / "a.duckdb", "SELECT 1 AS a, 2 AS a, 'inf'::DOUBLE AS x, 0.1::DOUBLE AS y", "--format", "json")
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout) == [{"a": 1, "a_1": 2, "x": None, "y": 0.1}]
+    assert json.loads(r.stdout) == [{"a": 1, "a_1": 2, "x": "Infinity", "y": 0.1}]
     legacy = sql(dbs / "a.duckdb", "SELECT 1 AS a", "--json")
     assert json.loads(legacy.stdout) == [{"a": 1}]
 
