@@ -21,11 +21,11 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from ptxcore.agent import (
     AgentState,
     CampaignConfig,
-    CampaignConfigError,
     CampaignSummary,
     MiniPTXAgent,
     PriorTurn,
     TrajectoryPlan,
+    apply_overrides,
     headline_markdown,
     headline_rows,
     load_campaign,
@@ -37,6 +37,7 @@ from tasks.judge import JudgeBackend, NoGpuJudge, select_judge
 
 from .artifacts import ProgressArtifact, publish_headline, publish_progress
 from .limits import ensure_limits, wanted_limits
+from .preflight import preflight_run
 from .replay import make_clients, register_warehouse_replays
 from .runtime import CampaignRuntime, register_runtime, unregister_runtime
 from .tracking import MlflowTracker, default_tracking_uri, experiment_name
@@ -67,12 +68,7 @@ def resolve_config(config_path: str, campaign_id: str | None = None, warehouse: 
         updates["mlflow_tracking_uri"] = mlflow_tracking_uri
     if turns:
         updates["turns"] = turns
-    if updates:
-        try:
-            config = CampaignConfig.model_validate({**config.model_dump(mode="json"), **updates})
-        except ValueError as exc:
-            raise CampaignConfigError(f"{config_path}: override rejected: {str(exc).splitlines()[-1]}") from exc
-    return config, text
+    return apply_overrides(config, **updates), text
 
 
 def warehouse_path(config: CampaignConfig) -> Path:
@@ -232,10 +228,12 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
     turns (a smaller budget for a quick run; the same id with more turns later extends it).
     """
     config, text = resolve_config(config_path, campaign_id, warehouse, profilers, mlflow_tracking_uri, turns)
+    wh_path = warehouse_path(config)
+    for warning in preflight_run(config, wh_path, config_path, text).warnings:  # nothing is created before this passes
+        log.warning(warning)
     plans = plan_campaign(config)
     ensure_limits(wanted_limits(config, plans))
     uri, artifact_root = tracking_uri(config)
-    wh_path = warehouse_path(config)
     plan_by_id = {p.trajectory_id: p for p in plans}
     writer = RecordWriter(wh_path, lambda: MlflowTracker(uri, config.id, artifact_root), plan_by_id).start()
     key = f"{config.id}:{uuid.uuid4().hex[:8]}"
