@@ -21,11 +21,11 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from ptxcore.agent import (
     AgentState,
     CampaignConfig,
-    CampaignConfigError,
     CampaignSummary,
     MiniPTXAgent,
     PriorTurn,
     TrajectoryPlan,
+    apply_overrides,
     headline_markdown,
     headline_rows,
     load_campaign,
@@ -40,6 +40,7 @@ from tasks import remote_judge  # noqa: F401 - registers the `prefect` route's b
 
 from .artifacts import ProgressArtifact, publish_headline, publish_progress
 from .limits import ensure_limits, wanted_limits
+from .preflight import preflight_run
 from .replay import make_clients, register_warehouse_replays
 from .runtime import CampaignRuntime, register_runtime, unregister_runtime
 from .tracking import MlflowTracker, default_tracking_uri, experiment_name
@@ -66,12 +67,7 @@ def resolve_config(config_path: str, campaign_id: str | None = None, warehouse: 
         updates["mlflow_tracking_uri"] = mlflow_tracking_uri
     if turns:
         updates["turns"] = turns
-    if updates:
-        try:
-            config = CampaignConfig.model_validate({**config.model_dump(mode="json"), **updates})
-        except ValueError as exc:
-            raise CampaignConfigError(f"{config_path}: override rejected: {str(exc).splitlines()[-1]}") from exc
-    return config, text
+    return apply_overrides(config, **updates), text
 
 
 def warehouse_path(config: CampaignConfig) -> Path:
@@ -238,10 +234,12 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
     """
     config, text = resolve_config(config_path, campaign_id, warehouse, mlflow_tracking_uri=mlflow_tracking_uri,
                                   turns=turns)
+    wh_path = warehouse_path(config)
+    for warning in preflight_run(config, wh_path, config_path, text).warnings:  # nothing is created before this passes
+        log.warning(warning)
     plans = plan_campaign(config)
     ensure_limits(wanted_limits(config, plans))
     uri, artifact_root = tracking_uri(config)
-    wh_path = warehouse_path(config)
     plan_by_id = {p.trajectory_id: p for p in plans}
     writer = RecordWriter(wh_path, lambda: MlflowTracker(uri, config.id, artifact_root), plan_by_id).start()
     key = f"{config.id}:{uuid.uuid4().hex[:8]}"
@@ -272,7 +270,8 @@ def _finish(config: CampaignConfig, plans: list[TrajectoryPlan], writer: RecordW
             judges: dict[str, JudgeBackend], trajectories_run: int, turns_this_run: int, errors: list[str]) -> CampaignSummary:
     writer.reconcile_mlflow()
     turns, trajectories = writer.call(lambda wh, tr: (wh.turns(config.id), wh.trajectories(config.id)))
-    rows = headline_rows(turns, trajectories)
+    invalid = writer.call(lambda wh, tr: wh.invalid_turns(config.id))  # `warehouse invalidate`: not in the headline
+    rows = headline_rows([t for t in turns if t.key not in invalid], trajectories)
     markdown = headline_markdown(rows)
     summary = CampaignSummary(
         campaign_id=config.id, warehouse=str(wh_path), mlflow_tracking_uri=uri,

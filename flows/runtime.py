@@ -84,3 +84,108 @@ def get_runtime(key: str) -> CampaignRuntime:
         if key not in _RUNTIMES:
             raise RuntimeError(f"campaign {key!r} is not running in this process")
         return _RUNTIMES[key]
+
+
+# -- the temporary Prefect server of `ptxbench campaign run` -------------------------------------------------
+PR_SET_PDEATHSIG = 1
+"""linux/prctl.h: deliver a signal to this process when the thread that forked it exits."""
+SERVER_START_TIMEOUT_S = 180
+"""Prefect's own default (20 s) is too short on a loaded 2-core machine, where a first start migrates the DB."""
+
+
+class TemporaryServerError(RuntimeError):
+    """Prefect's temporary server did not come up (one line)."""
+
+
+def _die_with_parent(parent_pid: int) -> Callable[[], None] | None:
+    """A preexec_fn that makes the child receive SIGKILL when this process dies (Linux), or None elsewhere.
+
+    SIGKILL rather than SIGTERM: nobody is left to escalate if a graceful shutdown stalls, and the server's
+    sqlite database is crash-safe. libc is resolved here, before the fork, so the child only makes two calls.
+    """
+    import ctypes
+    import os
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died between fork and prctl
+            os._exit(1)
+
+    return preexec
+
+
+class _PopenWithPreexec:
+    """Stands in for the `subprocess` module inside prefect.server.api.server while the server is spawned."""
+
+    def __init__(self, preexec: Callable[[], None]) -> None:
+        self._preexec = preexec
+
+    def __getattr__(self, name: str) -> object:
+        import subprocess
+
+        return getattr(subprocess, name)
+
+    def Popen(self, *args: object, **kwargs: object):  # noqa: N802 - the name it replaces
+        import subprocess
+
+        kwargs.setdefault("preexec_fn", self._preexec)
+        return subprocess.Popen(*args, **kwargs)  # type: ignore[call-overload]
+
+
+def _bound_server_class():
+    import os
+    from unittest import mock
+
+    from prefect.server.api import server as prefect_server
+
+    class BoundServer(prefect_server.SubprocessASGIServer):
+        """Prefect's SubprocessASGIServer, whose uvicorn process dies with the process that started it.
+
+        Prefect stops its temporary server from an atexit hook only, which SIGKILL and an unhandled SIGTERM
+        skip; the kernel's parent-death signal covers every way this process can end. Only the spawn is
+        changed (`preexec_fn`); command line, environment, port choice and health wait stay Prefect's.
+        """
+
+        _instances: dict = {}  # not Prefect's registry: the default slot is set explicitly below
+
+        def _run_uvicorn_command(self):  # type: ignore[no-untyped-def]
+            preexec = _die_with_parent(os.getpid())
+            if preexec is None:
+                return super()._run_uvicorn_command()
+            with mock.patch.object(prefect_server, "subprocess", _PopenWithPreexec(preexec)):
+                return super()._run_uvicorn_command()
+
+    return prefect_server.SubprocessASGIServer, BoundServer
+
+
+def start_temporary_prefect_server(timeout_s: int = SERVER_START_TIMEOUT_S) -> str | None:
+    """Start Prefect's temporary server now, bound to this process's life; returns its API URL.
+
+    None when a server is configured (PREFECT_API_URL) or ephemeral servers are off, or one already runs. Call
+    it from the main thread: the parent-death signal follows the thread that forks the server.
+    """
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return None
+    base, bound = _bound_server_class()
+    current = base._instances.get(None)
+    if current is not None and current.running:
+        return None
+    server = bound()
+    base._instances[None] = server  # what Prefect's get_client() finds (as prefect_test_harness does it)
+    try:
+        server.start(timeout=timeout_s)
+    except Exception as exc:  # noqa: BLE001 - Prefect raises RuntimeError/HTTP errors with long bodies
+        base._instances.pop(None, None)
+        server.stop()
+        raise TemporaryServerError(
+            f"Prefect's temporary server did not start within {timeout_s} s ({str(exc).splitlines()[0][:200]}); "
+            "set PREFECT_API_URL to a running `prefect server start`") from exc
+    return server.api_url

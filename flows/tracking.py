@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 TAG_CAMPAIGN = "ptxbench.campaign_id"
 TAG_KIND = "ptxbench.kind"
 TAG_TRAJECTORY = "ptxbench.trajectory_id"
+TAG_INVALID = "ptxbench.invalid_turns"
+"""On a trajectory run: its turns invalidated in the warehouse after the fact, `turn: reason; ...`."""
 MARKER_METRIC = "turn"
 
 
@@ -65,6 +67,7 @@ class MlflowTracker:
         self.parent_run_id = ""
         self._runs: dict[str, str] = {}
         self._steps: dict[str, set[int]] = {}
+        self._invalid_tags: dict[str, str] = {}
         self._load_runs()
 
     def _load_runs(self) -> None:
@@ -77,6 +80,8 @@ class MlflowTracker:
                     self.parent_run_id = run.info.run_id
                 elif TAG_TRAJECTORY in tags:
                     self._runs[tags[TAG_TRAJECTORY]] = run.info.run_id
+                    if TAG_INVALID in tags:
+                        self._invalid_tags[tags[TAG_TRAJECTORY]] = tags[TAG_INVALID]
             token = page.token
             if not token:
                 return
@@ -137,6 +142,23 @@ class MlflowTracker:
         self.client.log_batch(run_id, metrics=metrics, synchronous=True)
         self._steps[run_id].add(record.turn)
         return True
+
+    def mark_invalid_turns(self, invalid: dict[str, dict[int, str]]) -> int:
+        """Tag each trajectory run with its invalidated turns (trajectory id -> turn -> reason); a tag whose
+        invalidations were revoked is removed. Their steps stay (MLflow cannot delete one step). Returns changes."""
+        changed = 0
+        for trajectory_id, run_id in self._runs.items():
+            turns = invalid.get(trajectory_id, {})
+            value = "; ".join(f"{t}: {reason}" for t, reason in sorted(turns.items()))[:5000]
+            if value == self._invalid_tags.get(trajectory_id, ""):
+                continue
+            if value:
+                self.client.set_tag(run_id, TAG_INVALID, value)
+            else:
+                self.client.delete_tag(run_id, TAG_INVALID)
+            self._invalid_tags[trajectory_id] = value
+            changed += 1
+        return changed
 
     def finish_trajectory(self, plan: TrajectoryPlan, record: TrajectoryRecord) -> None:
         run_id = self.trajectory_run(plan)

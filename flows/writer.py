@@ -112,13 +112,19 @@ class RecordWriter:
         self.call(job)
 
     def reconcile_mlflow(self) -> int:
-        """Log every warehouse turn that MLflow lacks; returns how many were added."""
+        """Log every valid warehouse turn that MLflow lacks, and tag runs with their invalidated turns (never
+        logged from here on; `ptxbench warehouse invalidate`); returns how many turns were added."""
         def job(wh: Warehouse, tracker: MlflowTracker) -> int:
             added = 0
+            invalid = wh.invalid_turns(tracker.campaign_id)
             for record in wh.turns(tracker.campaign_id):
                 plan = self.plans.get(record.trajectory_id)
-                if plan is not None and tracker.log_turn(plan, record):
+                if plan is not None and record.key not in invalid and tracker.log_turn(plan, record):
                     added += 1
+            by_trajectory: dict[str, dict[int, str]] = {}
+            for (_, trajectory_id, turn), reason in invalid.items():
+                by_trajectory.setdefault(trajectory_id, {})[turn] = reason
+            self._mlflow(lambda: tracker.mark_invalid_turns(by_trajectory))
             return added
 
         return self.call(job)

@@ -30,9 +30,10 @@ def _config_errors() -> tuple[type[BaseException], ...]:
 def _run_errors() -> tuple[type[BaseException], ...]:
     """Errors of a campaign run that are the user's to fix (one line, no traceback)."""
     from flows.limits import ConcurrencyLimitError
+    from flows.runtime import TemporaryServerError
     from ptxcore.warehouse import WarehouseError
 
-    return _config_errors() + (WarehouseError, ConcurrencyLimitError)
+    return _config_errors() + (WarehouseError, ConcurrencyLimitError, TemporaryServerError)
 
 
 def parse_profilers(values: list[str] | None) -> dict[str, str]:
@@ -73,13 +74,7 @@ def run_command(
 ) -> None:
     """Run (or resume) a campaign and print its headline table."""
     _quiet_prefect(verbose)
-    from ptxcore.agent import load_campaign
-
-    try:
-        cfg, _ = load_campaign(config)
-        profilers = parse_profilers(profiler) or None
-    except _config_errors() as exc:
-        raise UserError(str(exc)) from exc
+    cfg, profilers = _checked_run_config(config, campaign_id, warehouse, profiler, mlflow_uri, turns)
     summary = _run_with_progress(cfg, config_path=config, campaign_id=campaign_id, warehouse=warehouse,
                                  profilers=profilers, mlflow_tracking_uri=mlflow_uri, judge_plugin=judge_plugin,
                                  turns=turns)
@@ -91,12 +86,37 @@ def run_command(
         raise typer.Exit(1)
 
 
+def _checked_run_config(config: str, campaign_id: str | None, warehouse: str | None, profiler: list[str] | None,
+                        mlflow_uri: str | None, turns: int | None):
+    """The campaign file with overrides, checked before anything is started or written (one line on error)."""
+    from ptxcore.agent import check_campaign_id, load_campaign
+    from ptxcore.agent.plan import grid_size
+
+    try:
+        cfg, _ = load_campaign(config)
+        if campaign_id is not None:
+            check_campaign_id(campaign_id)
+        grid_size(cfg)  # arithmetic, before the slow imports below
+        profilers = parse_profilers(profiler) or None
+        from flows.campaign import resolve_config, warehouse_path
+        from flows.preflight import preflight_run
+
+        cfg, text = resolve_config(config, campaign_id, warehouse, mlflow_uri, turns)
+        report = preflight_run(cfg, warehouse_path(cfg), where=config, text=text)
+    except _config_errors() as exc:
+        raise UserError(str(exc)) from exc
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    return cfg, profilers
+
+
 def _run_with_progress(cfg, **params):
     import logging
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from flows.campaign import PROGRESS_LISTENERS, campaign_flow
+    from flows.runtime import start_temporary_prefect_server
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     console = Console(stderr=True)
@@ -110,6 +130,7 @@ def _run_with_progress(cfg, **params):
 
         PROGRESS_LISTENERS.append(listener)
         try:
+            start_temporary_prefect_server()  # here, in the main thread: it dies with this process
             summary = campaign_flow(**params)
         except _run_errors() as exc:
             raise UserError(str(exc)) from exc
@@ -149,20 +170,28 @@ def _print_summary(summary) -> None:
 @app.command("validate")
 @one_line_errors
 def validate_command(config: str = typer.Argument(DEFAULT_CONFIG, help="Campaign file (YAML).")) -> None:
-    """Check a campaign file and show what it would run (no model calls)."""
-    from ptxcore.agent import load_campaign, plan_campaign
+    """Check a campaign file and show what it would run (no model calls).
+
+    Checks: keys and values (line numbers), the grid size (arithmetic, bounded), replay libraries, litellm
+    providers. An API key variable (api_key_env) that is not set here is a warning: `campaign run` refuses
+    to start without it. Warnings go to stderr and leave the exit code 0.
+    """
+    from ptxcore.agent import load_campaign
+    from ptxcore.agent.preflight import preflight
 
     try:
-        cfg, _ = load_campaign(config)
-        plans = plan_campaign(cfg)
+        cfg, text = load_campaign(config)
+        report = preflight(cfg, keys_required=False, where=config, text=text)
     except _config_errors() as exc:
         raise UserError(str(exc)) from exc
-    pairs = list(dict.fromkeys((p.arch, p.prompt_variant) for p in plans))
-    typer.echo(f"{config}: campaign {cfg.id}: {len(cfg.models)} models x {len(pairs)} (architecture, variant) "
-               f"pairs x {cfg.trajectories} trajectories x {len(cfg.problem_names())} problems "
-               f"= {len(plans)} trajectories, at most {len(plans) * cfg.turns} turns")
+    g = report.grid
+    typer.echo(f"{config}: campaign {cfg.id}: {g.models} models x {g.arch_variant_pairs} (architecture, variant) "
+               f"pairs x {g.trajectories_per_cell} trajectories x {g.problems} problems "
+               f"= {g.trajectories} trajectories, at most {g.max_turns} turns")
     for arch in cfg.architectures:
-        typer.echo(f"  {arch}: {', '.join(v for a, v in pairs if a == arch)}")
+        typer.echo(f"  {arch}: {', '.join(report.variants[arch])}")
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}", err=True)
 
 
 @app.command("status")
@@ -172,13 +201,19 @@ def status_command(
     warehouse: str = typer.Option(None, "--warehouse", help="DuckDB file (default runs/<id>/warehouse.duckdb)."),
 ) -> None:
     """Headline table and stop reasons of a campaign, from its warehouse (read-only)."""
-    from ptxcore.agent import headline_markdown, headline_rows
+    from ptxcore.agent import CampaignConfigError, check_campaign_id, headline_markdown, headline_rows
     from ptxcore.warehouse import Warehouse, WarehouseError
 
+    try:
+        check_campaign_id(campaign_id, "campaign id")
+    except CampaignConfigError as exc:
+        raise UserError(str(exc)) from exc
     path = Path(warehouse or f"runs/{campaign_id}/warehouse.duckdb")
     try:
         with Warehouse(path, read_only=True) as wh:
-            turns, trajectories = wh.turns(campaign_id), wh.trajectories(campaign_id)
+            invalid = wh.invalid_turns(campaign_id)  # left out, as in the metric views
+            turns = [t for t in wh.turns(campaign_id) if t.key not in invalid]
+            trajectories = wh.trajectories(campaign_id)
     except WarehouseError as exc:
         raise UserError(str(exc)) from exc
     if not trajectories:

@@ -1,4 +1,4 @@
-"""`ptxbench warehouse import-ptxbench|export|export-traces|import-traces`: the DuckDB warehouse."""
+"""`ptxbench warehouse import-ptxbench|export|export-traces|import-traces|invalidate`: the DuckDB warehouse."""
 
 from __future__ import annotations
 
@@ -23,11 +23,12 @@ def warehouse_errors() -> Iterator[None]:
     from ptxcore.report import ReportError
     from ptxcore.warehouse import WarehouseError
     from ptxcore.warehouse.interchange import InterchangeError
+    from ptxcore.warehouse.invalidation import InvalidationError
     from ptxcore.warehouse.ptxbench_import import PTXBenchImportError
 
     try:
         yield
-    except (WarehouseError, PTXBenchImportError, InterchangeError, ReportError) as exc:
+    except (WarehouseError, PTXBenchImportError, InterchangeError, ReportError, InvalidationError) as exc:
         raise UserError(str(exc).strip().splitlines()[0]) from exc
 
 
@@ -98,3 +99,42 @@ def import_traces(folder: str = typer.Argument(..., help="FlashInfer-Trace datas
     with warehouse_errors(), stage(f"importing {folder}"), open_warehouse(db, read_only=False) as wh:
         counts = import_dataset(wh, Path(folder))
     typer.echo(", ".join(f"{v} {k}" for k, v in counts.items()) + f" imported into {db}")
+
+
+@app.command("invalidate")
+@one_line_errors
+def invalidate(
+    turn: list[str] = typer.Option(None, "--turn", help="CAMPAIGN/TRAJECTORY/TURN (repeatable)."),
+    kernel: list[str] = typer.Option(None, "--kernel", help="Kernel sha256: every turn with it (repeatable)."),
+    reason: str = typer.Option(..., "--reason", help="Why (required; stored with who and when)."),
+    db: str = DB_OPTION,
+    revoke: bool = typer.Option(False, "--revoke", help="Undo an earlier invalidation of these targets."),
+    by: str = typer.Option(None, "--by", help="Who (default: the login name)."),
+) -> None:
+    """Mark turns or kernels invalid after the fact (e.g. a reward hack found later), or --revoke that.
+
+    Nothing is deleted: the event (who, when, why) is appended to the `invalidations` table and the turn rows
+    stay. The metric views, reports and turn-metrics leave invalidated turns out (as if unplayed); MLflow is
+    reconciled (runs tagged ptxbench.invalid_turns) the next time the campaign is run or resumed.
+    Listed by `ptxbench sql "SELECT * FROM v_invalid_turns" --db F`.
+    """
+    import getpass
+
+    from ptxcore.warehouse.invalidation import InvalidationTarget
+
+    if not Path(db).is_file():
+        raise UserError(f"no warehouse at {db}")
+    with warehouse_errors():
+        targets = [InvalidationTarget.parse_turn(t) for t in turn or []]
+        targets += [InvalidationTarget.parse_kernel(k) for k in kernel or []]
+        with open_warehouse(db, read_only=False) as wh:
+            done = wh.invalidate(targets, reason, actor=by or _login(getpass), revoke=revoke)
+    verb = "revoked the invalidation of" if revoke else "invalidated"
+    typer.echo(f"{verb} {', '.join(done.targets)}: {done.turns_affected} turns affected in {db}")
+
+
+def _login(getpass) -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "unknown"

@@ -8,7 +8,15 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from .campaign import CampaignConfig, CampaignConfigError, ModelSpec, load_campaign, parse_campaign  # noqa: E402
+from .campaign import (  # noqa: E402
+    CampaignConfig,
+    CampaignConfigError,
+    ModelSpec,
+    apply_overrides,
+    check_campaign_id,
+    load_campaign,
+    parse_campaign,
+)
 from .evaluation import fold_evaluation  # noqa: E402
 from .extraction import extract_kernel  # noqa: E402
 from .feedback import format_feedback  # noqa: E402
@@ -29,7 +37,8 @@ from .types import (  # noqa: E402
 )
 
 __all__ = [
-    "CampaignConfig", "CampaignConfigError", "ModelSpec", "load_campaign", "parse_campaign", "fold_evaluation",
+    "CampaignConfig", "CampaignConfigError", "ModelSpec", "apply_overrides", "check_campaign_id", "load_campaign",
+    "parse_campaign", "fold_evaluation",
     "extract_kernel", "format_feedback", "AgentState", "MiniPTXAgent", "PriorTurn", "TrajectoryPlan",
     "plan_campaign", "step_metrics", "turn_record", "CampaignSummary", "HeadlineRow", "headline_markdown", "headline_rows",
     "AgentConfig", "CallContext", "ContextOverflowError", "ContextPolicy", "Extraction", "LLMReply",

@@ -11,15 +11,25 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
 from ptxcore.arch import UnknownArchitectureError, get_architecture
 from ptxcore.schema import CampaignLanguage, FrozenModel, Language
 
 from .types import MAX_MODEL_CALLS, ContextPolicy
-from .yamlfile import YamlModelError, load_yaml_model, parse_yaml_model
+from .yamlfile import YamlModelError, load_yaml_model, parse_yaml_model, read_yaml_text
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+"""Campaign ids name directories (runs/<id>/) and MLflow experiments: one safe path component."""
+_MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@+\-/]{0,199}$")
+"""A litellm model string or label: no spaces, quotes or control characters."""
+_REPLAY_LIBRARY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,99}$")
+"""`replay/<library>`: a folder name under replay/ (no dots, so never `..`)."""
+_ENV_VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+MAX_TRAJECTORIES = 100_000
+"""Most trajectories one campaign may plan (model x architecture x variant x trajectory x problem); the
+paper's full grid is about 4,000. Checked arithmetically before anything is expanded."""
+ID_RULE = "use letters, digits, '_', '-', '.' (at most 128, starting with a letter or digit)"
 
 
 def _arch_key(name: str) -> str:
@@ -48,7 +58,8 @@ class ModelSpec(FrozenModel):
     """One model under test."""
 
     model: str = Field(min_length=1)
-    """litellm model string, e.g. anthropic/claude-opus-4-8, openai/Qwen/Qwen3.6-27B, replay/demo."""
+    """litellm model string, e.g. anthropic/claude-opus-4-8, openai/Qwen/Qwen3.6-27B, replay/demo
+    (`replay/<library>` serves replay/<library>/; `replay/warehouse:<campaign>` re-serves a recorded campaign)."""
     label: str = ""
     """Short unique name used in trajectory ids and run names (default: the model string)."""
     decoding: dict[str, Any] = Field(default_factory=dict)
@@ -63,6 +74,42 @@ class ModelSpec(FrozenModel):
     """Model calls in flight for this model's provider (Prefect tag limit llm:<provider>)."""
     context_policy: ContextPolicy | None = None
     """Override of the campaign's context policy for this model."""
+
+    @field_validator("model", "label")
+    @classmethod
+    def _model_string(cls, v: str) -> str:
+        if v and not _MODEL.match(v):
+            raise ValueError(f"{v[:80]!r} is not a model string (letters, digits and _.:@+-/ only, at most 200)")
+        return v
+
+    @field_validator("model")
+    @classmethod
+    def _replay_name(cls, v: str) -> str:
+        from .replay import WAREHOUSE_PREFIX
+
+        if not v.startswith("replay/"):
+            return v
+        name = v.removeprefix("replay/")
+        if name.startswith(WAREHOUSE_PREFIX):
+            if not _ID.match(name.removeprefix(WAREHOUSE_PREFIX)):
+                raise ValueError(f"{v!r}: replay/warehouse:<campaign id>, the id as campaign ids are ({ID_RULE})")
+        elif not _REPLAY_LIBRARY.match(name):
+            raise ValueError(f"{v!r}: replay/<library>, a folder name under replay/ (letters, digits, '_', '-')")
+        return v
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, v: str | None) -> str | None:
+        if v is not None and not _ENV_VAR.match(v):
+            raise ValueError(f"{v[:80]!r} is not an environment variable name")
+        return v
+
+    @field_validator("api_base")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^https?://[^\s]+$", v):
+            raise ValueError(f"{v[:80]!r}: expected an http(s) URL")
+        return v
 
     @property
     def name(self) -> str:
@@ -112,7 +159,7 @@ class CampaignConfig(FrozenModel):
     """Definition names, or `primary` (the paper's five) or `all`."""
     prompt_variants: list[str] | None = None
     """Prompt variant names; default: the prompts package's defaults for each architecture."""
-    trajectories: int = Field(default=4, ge=1)
+    trajectories: int = Field(default=4, ge=1, le=MAX_TRAJECTORIES)
     """Trajectories per (model, architecture, variant, problem)."""
     turns: int = Field(default=MAX_MODEL_CALLS, ge=1, le=MAX_MODEL_CALLS)
     """Model calls per trajectory."""
@@ -166,7 +213,7 @@ class CampaignConfig(FrozenModel):
     @classmethod
     def _id(cls, v: str | None) -> str | None:
         if v is not None and not _ID.match(v):
-            raise ValueError("use letters, digits, '_', '-', '.' (starting with a letter or digit)")
+            raise ValueError(ID_RULE)
         return v
 
     @model_validator(mode="after")
@@ -206,14 +253,46 @@ def parse_campaign(text: str, where: str = "<campaign>") -> CampaignConfig:
         raise CampaignConfigError(f"{where}: {exc}") from exc
 
 
+OVERRIDE_OPTIONS = {"campaign_id": "--campaign-id", "warehouse": "--warehouse", "profilers": "--profiler",
+                    "mlflow_tracking_uri": "--mlflow-uri", "turns": "--turns"}
+"""Command-line option of each field that `apply_overrides` accepts (named in its errors)."""
+
+
+def check_campaign_id(value: str, option: str = "--campaign-id") -> str:
+    """A campaign id from the command line: one line naming the option when it is not a safe slug."""
+    if not _ID.match(value):
+        raise CampaignConfigError(f"{option} {value[:80]!r}: {ID_RULE}")
+    return value
+
+
+def apply_overrides(config: CampaignConfig, **updates: Any) -> CampaignConfig:
+    """The config with command-line overrides (re-validated); an error names the option and the value."""
+    if not updates:
+        return config
+    if "campaign_id" in updates:
+        check_campaign_id(updates["campaign_id"])
+    try:
+        return CampaignConfig.model_validate({**config.model_dump(mode="json"), **updates})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else ""
+        option = OVERRIDE_OPTIONS.get(field, field or "override")
+        raise CampaignConfigError(f"{option} {updates.get(field)!r}: {err['msg'].removeprefix('Value error, ')}") from exc
+    except UnknownArchitectureError as exc:
+        raise CampaignConfigError(f"--profiler: {exc}") from exc
+
+
 def load_campaign(path: Path | str) -> tuple[CampaignConfig, str]:
     """The validated config and the file's text (recorded with the campaign)."""
     path = Path(path)
     if not path.is_file():
         raise CampaignConfigError(f"no such campaign file: {path}")
-    text = path.read_text()
+    try:
+        text = read_yaml_text(path)
+    except YamlModelError as exc:
+        raise _wrap(exc) from exc
     return parse_campaign(text, where=str(path)), text
 
 
-__all__ = ["CampaignConfig", "CampaignConfigError", "ConcurrencySpec", "ModelSpec",
-           "load_campaign", "load_yaml_model", "parse_campaign"]
+__all__ = ["MAX_TRAJECTORIES", "CampaignConfig", "CampaignConfigError", "ConcurrencySpec", "ModelSpec",
+           "apply_overrides", "check_campaign_id", "load_campaign", "load_yaml_model", "parse_campaign"]

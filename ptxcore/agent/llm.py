@@ -91,6 +91,50 @@ def provider_of(model: str) -> str:
         return model.split("/", 1)[0]
 
 
+class UnknownProviderError(ValueError):
+    """litellm knows no provider for a model string (one line)."""
+
+
+def check_provider(model: str, api_base: str | None = None) -> str:
+    """litellm's provider for `model` (its provider list decides); UnknownProviderError naming the string."""
+    import difflib
+
+    known = {getattr(p, "value", p) for p in litellm.provider_list}  # enum members, and str for custom ones
+    try:
+        provider = litellm.get_llm_provider(model, api_base=api_base)[1]
+    except Exception:  # noqa: BLE001 - litellm raises BadRequestError and others for unknown strings
+        provider = None
+    if provider in known:
+        return provider
+    prefix = model.split("/", 1)[0]
+    close = difflib.get_close_matches(prefix, sorted(known), n=1)
+    hint = f"did you mean {close[0]!r}? " if close and "/" in model else ""
+    raise UnknownProviderError(
+        f"{model!r}: litellm knows no such provider ({hint}write <provider>/<model>, e.g. anthropic/..., or "
+        "openai/<model> with api_base for an OpenAI-compatible server; see https://docs.litellm.ai/docs/providers)")
+
+
+def model_warnings(model: str, api_base: str | None, context_window_tokens: int | None,
+                   api_key_env: str | None) -> list[str]:
+    """What litellm cannot vouch for: a model missing from its model map, provider keys that are not set."""
+    out = []
+    if context_window_tokens is None:
+        try:
+            litellm.get_model_info(model)
+        except Exception:  # noqa: BLE001 - unmapped model
+            out.append(f"{model} is not in litellm's model map: no context window or price is known "
+                       "(set context_window_tokens)")
+    if api_key_env is None and api_base is None:
+        try:
+            env = litellm.validate_environment(model)
+        except Exception:  # noqa: BLE001 - best effort
+            env = {"keys_in_environment": True}
+        if not env.get("keys_in_environment", True):
+            out.append(f"{model}: litellm looks for {' or '.join(env.get('missing_keys') or [])}, which is not set "
+                       "(or name the variable in api_key_env)")
+    return out
+
+
 def _usage(response: Any, latency_s: float) -> LLMUsage:
     u = getattr(response, "usage", None)
     details = getattr(u, "completion_tokens_details", None)

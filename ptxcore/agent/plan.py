@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ptxcore.schema import CampaignLanguage, FrozenModel, StopReason, TrajectoryRecord
 
-from .campaign import CampaignConfig, CampaignConfigError, ModelSpec
+from .campaign import MAX_TRAJECTORIES, CampaignConfig, CampaignConfigError, ModelSpec
 from .types import AgentConfig, CallContext, ContextPolicy
 
 VariantArch = Callable[[str], str]
@@ -96,11 +96,48 @@ def variants_by_arch(
     return out
 
 
+class GridSize(FrozenModel):
+    """How much a campaign plans, by arithmetic (nothing expanded)."""
+
+    models: int
+    """Models under test."""
+    arch_variant_pairs: int
+    """(architecture, prompt variant) pairs."""
+    trajectories_per_cell: int
+    """Trajectories per (model, architecture, variant, problem)."""
+    problems: int
+    """Problems."""
+    turns: int
+    """Turn budget per trajectory."""
+
+    @property
+    def trajectories(self) -> int:
+        return self.models * self.arch_variant_pairs * self.trajectories_per_cell * self.problems
+
+    @property
+    def max_turns(self) -> int:
+        return self.trajectories * self.turns
+
+
+def grid_size(config: CampaignConfig, variants: dict[str, list[str]] | None = None) -> GridSize:
+    """The campaign's grid; CampaignConfigError when it plans more than MAX_TRAJECTORIES trajectories."""
+    variants = variants if variants is not None else variants_by_arch(config)
+    size = GridSize(models=len(config.models), arch_variant_pairs=sum(len(v) for v in variants.values()),
+                    trajectories_per_cell=config.trajectories, problems=len(config.problem_names()), turns=config.turns)
+    if size.trajectories > MAX_TRAJECTORIES:
+        raise CampaignConfigError(
+            f"{size.models} models x {size.arch_variant_pairs} (architecture, variant) pairs x "
+            f"{size.trajectories_per_cell} trajectories x {size.problems} problems = {size.trajectories:,} "
+            f"trajectories, more than the {MAX_TRAJECTORIES:,} a campaign may plan (trajectories, models, problems)")
+    return size
+
+
 def plan_campaign(
     config: CampaignConfig, variant_arch: VariantArch | None = None, defaults: DefaultVariants | None = None
 ) -> list[TrajectoryPlan]:
-    """Every trajectory of the campaign, in fan-out order."""
+    """Every trajectory of the campaign, in fan-out order (the grid's size is checked first)."""
     variants = variants_by_arch(config, variant_arch, defaults)
+    grid_size(config, variants)
     problems = config.problem_names()
     plans = []
     for model in config.models:

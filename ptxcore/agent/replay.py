@@ -117,8 +117,14 @@ class ReplayLibrary:
         return scripts[trajectory_index % len(scripts)].turn(turn)
 
 
+_LIBRARY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,99}$")
+
+
 @functools.lru_cache(maxsize=16)
 def load_library(name: str, root: Path | None = None) -> ReplayLibrary:
+    """The library folder `<root>/<name>` (name: one folder name, never a path)."""
+    if not _LIBRARY_NAME.match(name):
+        raise ReplayError(f"replay library name {name[:80]!r}: one folder name of letters, digits, '_', '-'")
     return ReplayLibrary((root or default_replay_root()) / name)
 
 

@@ -10,6 +10,11 @@ from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
 
+MAX_YAML_BYTES = 1 << 20
+"""Largest YAML file read (campaign files are a few kB)."""
+MAX_YAML_NODES = 100_000
+"""Most nodes a document may have with its aliases expanded (an alias bomb has billions)."""
+
 
 class YamlModelError(ValueError):
     """A YAML file that does not parse or does not validate; the message is one line."""
@@ -68,24 +73,77 @@ def describe_errors(where: str, root: yaml.Node | None, errors: list[dict[str, A
     return f"{where_line}: {key}: {msg}{more}"
 
 
+def expanded_size(root: yaml.Node | None, limit: int = MAX_YAML_NODES) -> int:
+    """Nodes of the document once aliases are expanded (counted per distinct node, so linear, not exponential);
+    stops counting past `limit`."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        if id(node) in sizes:
+            return sizes[id(node)]
+        sizes[id(node)] = limit + 1  # a node reached again while being counted: recursive alias
+        if isinstance(node, yaml.MappingNode):
+            total = 1 + sum(size(k) + size(v) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total = 1 + sum(size(v) for v in node.value)
+        else:
+            total = 1
+        sizes[id(node)] = min(total, limit + 1)
+        return sizes[id(node)]
+
+    return 0 if root is None else size(root)
+
+
+def locate(where: str, text: str | None, key: str) -> str:
+    """`where:line` of a dotted key (`models.0.model`) in the YAML text, else `where`."""
+    if not text:
+        return where
+    try:
+        node, found = _node_at(yaml.compose(text), tuple(int(p) if p.isdigit() else p for p in key.split(".")))
+    except (yaml.YAMLError, RecursionError):
+        return where
+    return f"{where}:{node.start_mark.line + 1}" if found and node is not None else where
+
+
 def parse_yaml_model(text: str, model: type[M], where: str = "<yaml>") -> M:
     """Validate YAML text against `model`; the first error becomes a one-line YamlModelError."""
+    if len(text) > MAX_YAML_BYTES:
+        raise YamlModelError(f"{where}: larger than {MAX_YAML_BYTES} bytes")
     try:
         root = yaml.compose(text)
+        if expanded_size(root) > MAX_YAML_NODES:
+            raise YamlModelError(f"{where}: more than {MAX_YAML_NODES} values once YAML aliases are expanded")
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise YamlModelError(f"{where}{line}: invalid YAML: {problem}") from exc
+    except RecursionError as exc:
+        raise YamlModelError(f"{where}: nested too deeply") from exc
     if data is None:
         raise YamlModelError(f"{where}: empty file")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise YamlModelError(describe_errors(where, root, exc.errors())) from exc
+    except RecursionError as exc:
+        raise YamlModelError(f"{where}: nested too deeply") from exc
+
+
+def read_yaml_text(path: Path | str) -> str:
+    """A YAML file's text; too large, not text, or unreadable: a one-line YamlModelError naming it."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_YAML_BYTES:
+            raise YamlModelError(f"{path}: larger than {MAX_YAML_BYTES} bytes")
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise YamlModelError(f"{path}: not UTF-8 text") from exc
+    except OSError as exc:
+        raise YamlModelError(f"{path}: cannot read: {exc.strerror}") from exc
 
 
 def load_yaml_model(path: Path | str, model: type[M]) -> M:
     path = Path(path)
-    return parse_yaml_model(path.read_text(), model, where=str(path))
+    return parse_yaml_model(read_yaml_text(path), model, where=str(path))

@@ -20,6 +20,7 @@ from ptxcore.schema import CampaignRecord, TrajectoryRecord, TurnRecord
 
 from . import rows as R
 from .ddl import TABLES, TURN_KEY, WAREHOUSE_SCHEMA_VERSION
+from .invalidation import InvalidationAction, InvalidationSummary, InvalidationTarget, apply_events
 from .views import create_views
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "kernels": ("sha256",), "environments": ("sha256",),
     "reference_latencies": ("definition", "workload_uuid", "gpu", "driver"),
     "fi_definitions": ("name",), "fi_workloads": ("definition", "uuid"), "fi_solutions": ("name",),
-    "fi_traces": ("trace_sha256",),
+    "fi_traces": ("trace_sha256",), "invalidations": ("event_id",),
 }
 """Primary key of every table (what an upsert replaces by)."""
 
@@ -241,6 +242,32 @@ class Warehouse:
     def kernel_text(self, sha256: str) -> str | None:
         rows = self._dicts("SELECT text FROM kernels WHERE sha256 = ?", [sha256])
         return rows[0]["text"] if rows else None
+
+    # -- post-hoc invalidation (invalidation.py) ------------------------------------------------------
+    def invalidate(self, targets: Sequence[InvalidationTarget], reason: str, actor: str,
+                   revoke: bool = False) -> InvalidationSummary:
+        """Mark turns/kernels invalid (or revoke that), all or nothing; history is appended, never changed."""
+        action = InvalidationAction.REVOKE if revoke else InvalidationAction.INVALIDATE
+        return self._write(lambda: apply_events(self._con, list(targets), action, reason, actor, str(self.path)))
+
+    def invalid_turns(self, campaign_id: str | None = None) -> dict[tuple[str, str, int], str]:
+        """Turns currently invalidated -> reason (none for a file written before invalidation existed)."""
+        query = "SELECT campaign_id, trajectory_id, turn, reason FROM v_invalid_turns"
+        params = [] if campaign_id is None else [campaign_id]
+        with self._lock:
+            try:
+                rows = self._con.execute(query + (" WHERE campaign_id = ?" if params else "") + " ORDER BY event_at",
+                                         params).fetchall()
+            except duckdb.CatalogException:
+                return {}
+        return {(c, t, int(n)): reason for c, t, n, reason in rows}
+
+    def invalidation_events(self) -> list[dict[str, Any]]:
+        """The whole invalidation log, oldest first."""
+        try:
+            return self._dicts("SELECT * FROM invalidations ORDER BY seq")
+        except duckdb.CatalogException:
+            return []
 
     # -- reference latencies ---------------------------------------------------------------------
     def upsert_reference_latency(

@@ -2,7 +2,9 @@
 tests/warehouse/test_views_match_python.py proves both give identical numbers on the published data.
 
 Views:
-- v_turn_outcomes            one row per turn: run, model, arch, definition, prompt_variant,
+- v_current_invalidations    the invalidations in force (latest event per target is `invalidate`)
+- v_invalid_turns            turns currently invalidated (by turn or by kernel), with reason, actor, time
+- v_turn_outcomes            one row per valid turn (invalidated turns left out, see invalidation.py): run, model, arch, definition, prompt_variant,
                              trajectory_id, turn, status, target_instruction, speedup, reasoning_tokens,
                              max_turns, correct, target_correct
 - v_turn_metrics             per (run, model, arch, definition, k): the turn-metrics JSON's columns
@@ -18,6 +20,8 @@ from typing import Any
 
 from ptxcore.metrics import FAST_P_GRID, TURN_LIMITS
 
+from .invalidation import V_CURRENT_INVALIDATIONS, V_INVALID_TURNS, VALID_TURN_FILTER
+
 _P_STEPS = 100
 """FAST_P_GRID is i / 100 for i in 0..300; the SQL grid is built the same way (same doubles)."""
 assert FAST_P_GRID == tuple(i / _P_STEPS for i in range(len(FAST_P_GRID)))
@@ -27,12 +31,12 @@ CREATE OR REPLACE VIEW v_turn_outcomes AS
 SELECT t.campaign_id AS run, t.model, t.arch, t.problem AS definition, t.prompt_variant,
        t.trajectory_id, t.turn, t.status, t.target_instruction, t.speedup,
        COALESCE(t.reasoning_tokens, 0) AS reasoning_tokens,
-       COALESCE(tr.max_turns, max(t.turn) OVER (PARTITION BY t.campaign_id, t.trajectory_id) + 1) AS max_turns,
+       COALESCE(tr.max_turns, t.n_recorded) AS max_turns,
        t.status = 'PASSED' AS correct,
        t.status = 'PASSED' AND t.target_instruction = 'executed' AS target_correct
-FROM turns t
+FROM (SELECT *, max(turn) OVER (PARTITION BY campaign_id, trajectory_id) + 1 AS n_recorded FROM turns) t
 LEFT JOIN trajectories tr USING (campaign_id, trajectory_id)
-"""
+WHERE """ + VALID_TURN_FILTER
 
 _METRICS_SELECT = """
 SELECT run, model, arch, definition, {variant} ks.k AS k,
@@ -101,7 +105,7 @@ SELECT run, model, arch, definition, p, count(*) AS n_variants,
 FROM v_fast_p GROUP BY run, model, arch, definition, p
 """
 
-VIEWS = (V_TURN_OUTCOMES, V_TURN_METRICS, V_TURN_METRICS_BY_VARIANT, V_VARIANT_SPREAD, V_FAST_P, V_FAST_P_BANDS)
+VIEWS = (V_CURRENT_INVALIDATIONS, V_INVALID_TURNS, V_TURN_OUTCOMES, V_TURN_METRICS, V_TURN_METRICS_BY_VARIANT, V_VARIANT_SPREAD, V_FAST_P, V_FAST_P_BANDS)
 """In dependency order."""
 
 

@@ -57,3 +57,36 @@ def test_writer_reports_a_warehouse_it_cannot_open(tmp_path, mlruns):
     writer = RecordWriter(bad, lambda: MlflowTracker(f"sqlite:///{mlruns / 'mlflow.db'}", "w2"), {})
     with pytest.raises(Exception, match="dir.duckdb"):
         writer.start()
+
+
+def test_reconciliation_leaves_invalidated_turns_out_and_tags_the_run(tmp_path, mlruns):
+    from ptxcore.warehouse.invalidation import InvalidationTarget
+
+    uri = f"sqlite:///{mlruns / 'mlflow.db'}"
+    wh_path = tmp_path / "wh.duckdb"
+    plan = PLAN.model_copy(update={"campaign_id": "winv"})
+    with Warehouse(wh_path) as wh:
+        wh.upsert_turns([turn(n).model_copy(update={"campaign_id": "winv"}) for n in range(3)])
+        wh.invalidate([InvalidationTarget.parse_turn(f"winv/{PLAN.trajectory_id}/1")], "hack found later", "auditor")
+
+    def runs():
+        client = MlflowClient(uri)
+        exp = client.get_experiment_by_name("ptxbench/winv").experiment_id
+        (run,) = client.search_runs([exp], filter_string="tags.`ptxbench.kind` = 'trajectory'")
+        return client, run
+
+    writer = RecordWriter(wh_path, lambda: MlflowTracker(uri, "winv"), {PLAN.trajectory_id: plan}).start()
+    try:
+        writer.call(lambda wh, tr: tr.start_campaign({"name": "winv"}, "name: winv\n"))
+        assert writer.reconcile_mlflow() == 2
+        client, run = runs()
+        assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "turn")) == [0, 2]
+        assert run.data.tags["ptxbench.invalid_turns"] == "1: hack found later"
+        writer.call(lambda wh, tr: wh.invalidate([InvalidationTarget.parse_turn(f"winv/{PLAN.trajectory_id}/1")],
+                                                 "false alarm", "auditor", revoke=True))
+        assert writer.reconcile_mlflow() == 1  # revoked: the turn is logged now and the tag goes
+    finally:
+        writer.close()
+    client, run = runs()
+    assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "turn")) == [0, 1, 2]
+    assert "ptxbench.invalid_turns" not in run.data.tags

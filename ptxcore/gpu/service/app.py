@@ -1,7 +1,12 @@
 """The HTTP face of the profiling service (FastAPI). Endpoint names follow FIBServe where they fit:
 POST /evaluate, /sanitize, /profile submit and return a task id; GET /tasks/{id} (long-poll with
 `wait_s`, alias `timeout`) and POST /tasks/batch read tasks; GET /health, /definitions. Ours: POST /batch
-(submit many), POST /gpus/{gpu}/drain and /resume (operator)."""
+(submit many), POST /gpus/{gpu}/drain and /resume (operator).
+
+Requests are untrusted: invalid numbers or strings are 422 whose body never echoes the offending value (a
+NaN or a lone surrogate in it made FastAPI's own error reply fail with 500); /batch checks every item
+(and the queue's room for all of them) before it creates any task; while no GPU is usable every submission
+is refused with 503 and Retry-After instead of being queued to wait."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import re
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import Field, TypeAdapter
 
@@ -19,21 +25,28 @@ from ptxcore.gpu.service.models import (
     BatchSubmitRequest,
     BatchSubmitResponse,
     HealthView,
+    LabelText,
+    LaneState,
     SubmitRequest,
     SubmitResponse,
     TaskKind,
     TaskView,
 )
 from ptxcore.gpu.service.security import GuardMiddleware
-from ptxcore.gpu.service.service import VERSION, NotFound, ProfilerService, ServiceError, TooLarge
+from ptxcore.gpu.service.service import VERSION, Busy, NotFound, ProfilerService, ServiceError, TooLarge
 from ptxcore.schema import FrozenModel
+
+USABLE_LANES = (LaneState.STARTING, LaneState.IDLE, LaneState.BUSY, LaneState.RESTARTING)
+"""Lane states that will run a queued task (drained, failed and stopped ones will not, or not soon)."""
+RETRY_AFTER_S = 30
+"""Retry-After of a 503."""
 
 
 class DrainRequest(FrozenModel):
     """POST /gpus/{gpu}/drain."""
 
-    reason: str = Field(default="operator request", max_length=200)
-    """Why (shown in /health)."""
+    reason: LabelText = Field(default="operator request")
+    """Why (shown in /health; one printable line)."""
 
 
 def create_app(service: ProfilerService, manage_lifecycle: bool = True):
@@ -55,7 +68,14 @@ def create_app(service: ProfilerService, manage_lifecycle: bool = True):
 
     @api.exception_handler(ServiceError)
     async def _service_error(_request: Request, exc: ServiceError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=exc.status_code)
+        headers = {"Retry-After": str(RETRY_AFTER_S)} if exc.status_code == 503 else None
+        return JSONResponse({"detail": _safe(str(exc))}, status_code=exc.status_code, headers=headers)
+
+    @api.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        detail = [{"loc": [_safe(str(p)) if isinstance(p, str) else p for p in e.get("loc", ())],
+                   "msg": _safe(str(e.get("msg", ""))), "type": str(e.get("type", ""))} for e in exc.errors()]
+        return JSONResponse({"detail": detail}, status_code=422)
 
     _info_routes(api, service)
     _task_routes(api, service)
@@ -107,16 +127,23 @@ def _task_routes(api: FastAPI, service: ProfilerService) -> None:
     async def batch(req: BatchSubmitRequest) -> BatchSubmitResponse:
         if len(req.items) > service.config.max_batch:
             raise TooLarge(f"{len(req.items)} items; limit {service.config.max_batch}")
-        for item in req.items:  # all or nothing: validate every item before creating any task
-            service._validate(item)
+        for i, item in enumerate(req.items):  # all or nothing: every check before any task is created
+            try:
+                _admissible(service, item)
+            except ServiceError as exc:
+                raise type(exc)(f"item {i}: {exc}") from None
+        _require_room(service, len(req.items))
+        _require_usable_gpu(service)
+        # No await from here on: nothing else runs on this event loop until every item is queued.
         return BatchSubmitResponse(tasks=[service.submit(item.kind, item) for item in req.items])
 
     # Task views are written with pydantic's own JSON (the schema's "NaN"/"Infinity" strings): FastAPI's
     # encoder would emit float NaN, which JSON rejects (HTTP 500 on a NaN-writing candidate's verdict).
     @api.get("/tasks/{task_id}", response_model=TaskView, response_class=_ModelJSON)
     async def task(task_id: str = Path(pattern=TASK_ID_PATTERN),
-                   wait_s: float = Query(default=0.0, ge=0.0),
-                   timeout: float | None = Query(default=None, ge=0.0, description="FIBServe alias of wait_s")
+                   wait_s: float = Query(default=0.0, ge=0.0, allow_inf_nan=False),
+                   timeout: float | None = Query(default=None, ge=0.0, allow_inf_nan=False,
+                                                 description="FIBServe alias of wait_s")
                    ) -> Response:
         view = (await service.wait([task_id], timeout if timeout is not None else wait_s))[0]
         return _ModelJSON(_TASK_VIEW.dump_json(view))
@@ -141,8 +168,42 @@ _TASK_VIEW = TypeAdapter(TaskView)
 _TASK_VIEWS = TypeAdapter(list[TaskView])
 
 
+def _safe(text: str) -> str:
+    """Text that JSON-encodes whatever a client sent (lone surrogates escaped)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _admissible(service: ProfilerService, req: SubmitRequest) -> None:
+    """Every check `service.submit` makes on one request, without creating anything."""
+    service._validate(req)
+    size = len(req.source_text().encode())
+    if size > service.config.max_source_bytes:
+        raise TooLarge(f"source is {size} bytes; limit {service.config.max_source_bytes}")
+    timeout_s = req.timeout_s or service.config.default_timeout_s
+    if timeout_s > service.config.max_timeout_s:
+        raise ServiceError(f"timeout_s {timeout_s:g} exceeds the limit {service.config.max_timeout_s:g}")
+
+
+def _require_room(service: ProfilerService, n: int) -> None:
+    pending = service.dispatcher.pending_count()
+    if pending + n > service.config.max_pending:
+        raise Busy(f"queue full ({pending} pending, {n} more asked, limit {service.config.max_pending}); retry later")
+
+
+def _require_usable_gpu(service: ProfilerService) -> None:
+    """503 unless some GPU will run the task (a drained or failed one would leave it pending)."""
+    lanes = [lane.view() for lane in service.lanes.values()]
+    if any(v.state in USABLE_LANES for v in lanes):
+        return
+    why = "; ".join(f"GPU {v.gpu} {v.state.value}" + (f" ({', '.join(v.reasons)})" if v.reasons else "")
+                    for v in lanes)
+    raise Busy(f"no usable GPU ({why}); retry later")
+
+
 def _submitter(service: ProfilerService, kind: TaskKind):
     async def submit(req: SubmitRequest) -> SubmitResponse:
+        _admissible(service, req)
+        _require_usable_gpu(service)
         return service.submit(kind, req)
 
     submit.__name__ = f"submit_{kind.value}"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
+from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from ptxcore.schema import FrozenModel, JudgeResult, Solution
 
@@ -14,6 +16,49 @@ UUID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9\-]{0,63}$"
 """Workload uuids."""
 TASK_ID_PATTERN = r"^[0-9a-f]{32}$"
 """Task ids (uuid4 hex)."""
+MAX_SOURCE_CHARS = 8 << 20
+"""Backstop on a candidate's length; the server's own (smaller) byte limit answers 413 first."""
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _encodable(value: str) -> str:
+    """Text that can be stored, hashed and returned: no lone surrogates (JSON allows `\\ud800`), no NUL."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("contains a lone surrogate (not text)") from None
+    if "\x00" in value:
+        raise ValueError("contains a NUL character")
+    return value
+
+
+def _label(value: str) -> str:
+    """A one-line label for logs and /health: encodable, no control characters."""
+    if _CONTROL.search(_encodable(value)):
+        raise ValueError("contains control characters (one printable line expected)")
+    return value
+
+
+SourceText = Annotated[str, Field(max_length=MAX_SOURCE_CHARS), AfterValidator(_encodable)]
+"""A candidate's text."""
+LabelText = Annotated[str, Field(max_length=200), AfterValidator(_label)]
+"""A short free-text label (client tag, drain reason)."""
+
+
+def check_strings(value: Any, where: str) -> None:
+    """Every string inside a dumped model is encodable text (ValueError naming the first bad one's path)."""
+    if isinstance(value, str):
+        try:
+            _encodable(value)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            check_strings(k, where)
+            check_strings(v, f"{where}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            check_strings(v, f"{where}.{i}")
 
 
 class TaskKind(StrEnum):
@@ -100,7 +145,7 @@ class SubmitRequest(FrozenModel):
 
     definition: str = Field(pattern=NAME_PATTERN)
     """Problem name (must be in the service's catalog)."""
-    source: str | None = None
+    source: SourceText | None = None
     """Candidate .cu text."""
     solution: Solution | None = None
     """Alternatively a FlashInfer-Trace Solution (its single source file's text is used)."""
@@ -108,16 +153,19 @@ class SubmitRequest(FrozenModel):
     """Architecture key the candidate targets."""
     workload_uuid: str | None = Field(default=None, pattern=UUID_PATTERN)
     """Workload to judge on (default: the problem's primary workload)."""
-    timeout_s: float | None = Field(default=None, ge=1.0)
+    timeout_s: float | None = Field(default=None, ge=1.0, allow_inf_nan=False)
     """Wall-clock limit for this task in the worker, seconds (bounded by the server's maximum)."""
-    client_tag: str = Field(default="", max_length=200)
-    """Free text for logs, e.g. campaign/trajectory/turn."""
+    client_tag: LabelText = ""
+    """Free text for logs, e.g. campaign/trajectory/turn (one printable line)."""
 
     @model_validator(mode="after")
     def _one_source(self) -> SubmitRequest:
         if (self.source is None) == (self.solution is None):
             raise ValueError("give exactly one of `source` or `solution`")
         if self.solution is not None:
+            check_strings(self.solution.model_dump(mode="python"), "solution")
+            if len(self.solution.sources[0].content) > MAX_SOURCE_CHARS:
+                raise ValueError(f"solution source longer than {MAX_SOURCE_CHARS} characters")
             files = self.solution.sources
             if len(files) != 1:
                 raise ValueError("a solution must hold exactly one source file")
@@ -169,7 +217,7 @@ class BatchPollRequest(FrozenModel):
 
     task_ids: list[str] = Field(min_length=1)
     """Tasks to read."""
-    wait_s: float = Field(default=0.0, ge=0.0)
+    wait_s: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
     """Long-poll: wait until all are terminal or this many seconds passed."""
 
 
