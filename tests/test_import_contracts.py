@@ -17,6 +17,8 @@ EXPECTED = [
     "torch and cupy only in ptxcore.gpu",
     "duckdb and pyarrow only in ptxcore.warehouse",
     "litellm only in ptxcore.agent",
+    "ptxcore.triton imports no heavy library and not ptxcore.gpu",
+    "Triton child-side modules stay free of pydantic",
 ]
 
 

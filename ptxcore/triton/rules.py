@@ -185,6 +185,8 @@ class TritonViolation:
     """1-based source line (0 when the whole file is concerned)."""
     detail: str
     """What was found, e.g. `torch.matmul`."""
+    column: int = 0
+    """0-based column (orders several violations on one line)."""
 
     def message(self) -> str:
         where = f" (line {self.line})" if self.line else ""

@@ -114,7 +114,7 @@ class _Checker:
         for node in nodes:
             self._visit(node)
         self._structure(nodes)
-        found = sorted(set(self.found), key=lambda v: (v.line, v.rule.value, v.detail))
+        found = sorted(set(self.found), key=lambda v: (v.line, v.column, v.rule.value, v.detail))
         return TritonCheck(tuple(found), tuple(sorted(self.jit_defs)))
 
     def _nodes(self) -> Iterator[ast.AST]:
@@ -127,7 +127,8 @@ class _Checker:
             todo.extend(c for c in ast.iter_child_nodes(node) if id(c) not in skip)
 
     def _add(self, rule: Rule, node: ast.AST | None, detail: str) -> None:
-        self.found.append(TritonViolation(rule, getattr(node, "lineno", 0) or 0, detail))
+        self.found.append(TritonViolation(rule, getattr(node, "lineno", 0) or 0, detail,
+                                          getattr(node, "col_offset", 0) or 0))
 
     # imports ----------------------------------------------------------------------------------------------
     def _module_rule(self, module: str, node: ast.AST) -> bool:

@@ -139,3 +139,11 @@ def test_a_real_triton_front_end_error_is_classified_with_its_source_line(tmp_pa
     assert status == COMPILE_ERROR, out.stdout
     assert "power of 2" in message or "arange" in message, message
     assert str(tmp_path) not in message
+
+
+def test_child_side_modules_import_without_pydantic_or_triton():
+    code = ("import sys\nfor m in ('pydantic', 'triton', 'torch', 'cupy'):\n    sys.modules[m] = None\n"
+            "import ptxcore.triton.session, ptxcore.triton.loader, ptxcore.triton.launches\nprint('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
