@@ -55,6 +55,10 @@ class TritonSession:
         except Exception as exc:  # noqa: BLE001 - the candidate's fault, classified
             raise CandidateCallError(classify_fault(exc, self.source)) from exc
 
+    def close(self) -> None:
+        """Remove the recorder's hooks (a child that loads one candidate never needs this)."""
+        self.recorder.remove()
+
     def launch_report(self) -> dict:
         """`steady`: launches of the last recorded call; `per_call`: kernel names per recorded call."""
         steady = self.recorded[-1] if self.recorded else []
