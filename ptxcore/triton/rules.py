@@ -161,7 +161,7 @@ TENSOR_METHODS = frozenset({
     "addbmm", "addmm", "baddbmm", "bmm", "conv1d", "conv2d", "conv3d", "einsum", "linear", "matmul", "mm",
     "scaled_dot_product_attention", "softmax",
     # copies, conversions, fills: each is a torch kernel on the call's stream
-    "copy_", "clone", "contiguous", "to", "cuda", "cpu", "float", "half", "bfloat16", "double", "numpy",
+    "copy_", "clone", "to", "cuda", "cpu", "float", "half", "bfloat16", "double", "numpy",
     "tolist", "item", "fill_", "zero_", "normal_", "uniform_", "random_", "masked_fill", "masked_fill_",
     "index_copy_", "index_add_", "index_fill_", "index_select", "scatter", "scatter_", "scatter_add_",
     "gather", "resize_", "set_", "as_strided_", "new_empty", "new_zeros", "new_ones", "new_full",
@@ -172,7 +172,9 @@ TENSOR_METHODS = frozenset({
     "topk", "argmax", "argmin", "tril", "triu", "where", "masked_scatter_", "norm", "backward",
 })
 """Method names that are torch compute or copies when the receiver is a tensor; refused outside @triton.jit
-whatever the receiver (`list.sort`, `set.add` and `dict.copy` stay allowed: they are not on this list)."""
+whatever the receiver (`list.sort`, `set.add` and `dict.copy` stay allowed: they are not on this list).
+`contiguous()` is allowed: the judge's inputs are contiguous, where it returns the tensor itself; a copy it
+would launch is a non-Triton kernel in the call (`evidence.foreign_kernels`)."""
 
 
 @dataclass(frozen=True)
