@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from .rules import TRITON_ALLOWED
+from .rules import TRITON_API, TRITON_DSL_MODULES, TRITON_DSL_PATHS, TYPING_ALLOWED
 
 
 def dotted(node: ast.AST) -> tuple[str, ...] | None:
@@ -56,5 +56,32 @@ def container_names(nodes: list[ast.AST]) -> set[str]:
     return good - bad
 
 
-def triton_allowed(full: str) -> bool:
-    return any(full == a or full.startswith(a + ".") for a in TRITON_ALLOWED)
+def triton_allowed(full: str, as_import: bool = False) -> bool:
+    """A chain rooted at triton: the host API (and attributes of it), or `<DSL path>.<public name>...` with no
+    module on the way. A DSL path itself (a module object) only as what an import binds."""
+    parts = full.split(".")
+    if any(p.startswith("_") for p in parts):
+        return False
+    for api in TRITON_API:
+        if full == api or full.startswith(api + "."):
+            return not any(p in TRITON_DSL_MODULES for p in parts[api.count(".") + 1:])
+    prefix = _dsl_prefix(full)
+    if prefix is None:
+        return False
+    if full == prefix:
+        return as_import
+    return not any(p in TRITON_DSL_MODULES for p in parts[prefix.count(".") + 1:])
+
+
+def _dsl_prefix(full: str) -> str | None:
+    """The longest DSL path that `full` is or starts with."""
+    hits = [p for p in TRITON_DSL_PATHS if full == p or full.startswith(p + ".")]
+    return max(hits, key=len) if hits else None
+
+
+def stdlib_allowed(full: str) -> bool:
+    """math: its functions and constants; typing: annotation names; __future__: features."""
+    parts = full.split(".")
+    if len(parts) != 2 or parts[1].startswith("_"):
+        return len(parts) == 1
+    return parts[0] != "typing" or parts[1] in TYPING_ALLOWED

@@ -132,13 +132,27 @@ TORCH_ALLOCATOR_CALL = "torch.empty"
 TRITON_SET_ALLOCATOR = "triton.set_allocator"
 TRITON_JIT = "triton.jit"
 
-TRITON_ALLOWED = frozenset({
+TRITON_API = frozenset({
     "triton.jit", "triton.autotune", "triton.Config", "triton.heuristics", "triton.cdiv",
-    "triton.next_power_of_2", "triton.set_allocator", "triton.constexpr_function", "triton.language",
+    "triton.next_power_of_2", "triton.set_allocator", "triton.constexpr_function",
     "triton.tools.tensor_descriptor.TensorDescriptor",
 })
-"""Public kernel-writing API; `triton.language.*` (the device DSL) is allowed as a whole."""
-TRITON_DSL_PREFIX = "triton.language."
+"""Public host-side kernel-writing API (a chain may go on into their attributes, e.g. TensorDescriptor.from_tensor)."""
+TRITON_DSL_PATHS = ("triton.language", "triton.language.math", "triton.language.extra.libdevice",
+                    "triton.language.extra.cuda.libdevice", "triton.language.extra.cuda")
+"""Device-language namespaces: `<path>.<name>` is allowed for any public name that is not a module."""
+TRITON_DSL_MODULES = frozenset({
+    "core", "extra", "libdevice", "math", "random", "standard", "target_info", "semantic", "cuda", "gdc", "utils",
+    "builtins", "inspect", "typing", "warnings", "numbers", "driver", "modules", "pkgutil", "module_from_spec",
+})
+"""Names inside triton.language that are (or lead to) modules: `tl.core.builtins.eval`, `tl.extra.modules['os']`
+(sys.modules), `tl.semantic.driver`. A test checks that the DSL paths expose no other module."""
+
+TYPING_ALLOWED = frozenset({
+    "Optional", "Union", "Any", "List", "Dict", "Tuple", "Sequence", "Callable", "Iterable", "TYPE_CHECKING",
+    "Final", "Literal",
+})
+"""typing names an annotation needs (not get_type_hints / ForwardRef, which evaluate strings, nor typing.sys)."""
 
 FORBIDDEN_BUILTINS: dict[str, Rule] = {
     "eval": Rule.CODE_EXECUTION, "exec": Rule.CODE_EXECUTION, "compile": Rule.CODE_EXECUTION,
@@ -169,7 +183,8 @@ TENSOR_METHODS = frozenset({
     # reductions and elementwise maths
     "sum", "mean", "amax", "amin", "logsumexp", "log_softmax", "exp", "exp_", "log", "sqrt", "rsqrt",
     "tanh", "sigmoid", "relu", "add_", "sub_", "mul_", "div_", "addcmul_", "lerp_", "clamp_", "cumsum",
-    "topk", "argmax", "argmin", "tril", "triu", "where", "masked_scatter_", "norm", "backward",
+    "topk", "argmax", "argmin", "tril", "triu", "where", "masked_scatter_", "norm", "backward", "max", "min",
+    "mul", "div", "sub", "pow", "abs", "neg", "prod", "std", "var", "exp2", "log2", "erf", "cumprod",
 })
 """Method names that are torch compute or copies when the receiver is a tensor; refused outside @triton.jit
 whatever the receiver (`list.sort`, `set.add` and `dict.copy` stay allowed: they are not on this list).

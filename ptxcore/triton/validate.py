@@ -19,7 +19,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .astutil import container_names, dotted, is_dunder, is_main_guard, triton_allowed
+from .astutil import container_names, dotted, is_dunder, is_main_guard, stdlib_allowed, triton_allowed
 from .rules import (
     ALLOWED_IMPORTS,
     CUTLASS_MODULES,
@@ -167,8 +167,10 @@ class _Checker:
             bound = alias.asname or alias.name
             if alias.name == "*":
                 self._add(Rule.IMPORT_NOT_ALLOWED, node, f"from {module} import *")
-            elif module.startswith("triton") and full not in ALLOWED_IMPORTS and not triton_allowed(full):
+            elif module.startswith("triton") and not triton_allowed(full, as_import=True):
                 self._add(Rule.TRITON_INTERNALS, node, f"from {module} import {alias.name}")
+            elif not module.startswith("triton") and not stdlib_allowed(full):
+                self._add(Rule.REFLECTION, node, f"from {module} import {alias.name}")
             elif bound in _ALWAYS_MODULES and full != bound:
                 self._add(Rule.MODULE_REBIND, node, f"{full} imported as {bound}")
             else:
@@ -312,15 +314,14 @@ class _Checker:
             self._chain(full, node)
 
     def _chain(self, full: str, node: ast.AST) -> None:
-        parts = full.split(".")
-        head = parts[0]
+        head = full.split(".", 1)[0]
         if head == "torch":
             self._torch_chain(full, node)
         elif head == "triton":
-            if any(p.startswith("_") for p in parts) or not triton_allowed(full):
+            if not triton_allowed(full):
                 self._add(Rule.TRITON_INTERNALS, node, f"`{full}`")
-        elif any(p.startswith("_") for p in parts[1:]):
-            self._add(Rule.REFLECTION, node, f"private attribute `{full}`")
+        elif not stdlib_allowed(full):
+            self._add(Rule.REFLECTION, node, f"`{full}` (only {head}'s plain names)")
 
     def _torch_chain(self, full: str, node: ast.AST) -> None:
         if full in TORCH_SIDE_STREAM:

@@ -123,6 +123,14 @@ HOSTILE = [
     ("triton-import-compiler", "", "import triton.compiler\n", Rule.TRITON_INTERNALS),
     ("triton-private", "x = triton._C", "", Rule.TRITON_INTERNALS),
     ("tl-private", "x = tl._semantic", "", Rule.TRITON_INTERNALS),
+    ("tl-core-builtins", "e = tl.core.builtins.eval", "", Rule.TRITON_INTERNALS),
+    ("tl-extra-sys-modules", "m = tl.extra.modules['os']", "", Rule.TRITON_INTERNALS),
+    ("tl-semantic-driver", "d = tl.semantic.driver", "", Rule.TRITON_INTERNALS),
+    ("tl-submodule-alias", "c = tl.math\nc.core.builtins.eval('1')", "", Rule.TRITON_INTERNALS),
+    ("from-tl-core", "", "from triton.language import core\n", Rule.TRITON_INTERNALS),
+    ("libdevice-core", "", "from triton.language.extra import libdevice\nb = libdevice.core.builtins\n", Rule.TRITON_INTERNALS),
+    ("typing-sys", "m = typing.sys.modules", "import typing\n", Rule.REFLECTION),
+    ("typing-get-type-hints", "", "from typing import get_type_hints\n", Rule.REFLECTION),
     ("monkey-patch-tl", "tl.dot = None", "", Rule.MONKEY_PATCH),
     ("monkey-patch-module-level", "", "triton.language.dot = print\n", Rule.MONKEY_PATCH),
     ("monkey-patch-del", "del torch.cuda.synchronize", "", Rule.MONKEY_PATCH),
@@ -262,3 +270,33 @@ def test_violations_are_in_source_order_with_lines():
 def test_deeply_nested_source_is_refused_not_crashing():
     check = validate_triton_source("x = " + "(" * 5000 + ")" * 5000)
     assert Rule.SYNTAX in check.rules
+
+
+def test_the_dsl_namespaces_expose_no_module_outside_the_deny_list():
+    """`<DSL path>.<name>` is allowed for public names: none of them may be a module (or reach one) unless
+    rules.TRITON_DSL_MODULES names it. Checked against the installed triton."""
+    pytest.importorskip("triton")
+    import importlib
+    import types
+
+    from ptxcore.triton.rules import TRITON_API, TRITON_DSL_MODULES, TRITON_DSL_PATHS
+
+    leaks = []
+    for path in TRITON_DSL_PATHS:
+        namespace = importlib.import_module(path)
+        for name in (n for n in dir(namespace) if not n.startswith("_")):
+            value = getattr(namespace, name)
+            if isinstance(value, types.ModuleType):
+                if name not in TRITON_DSL_MODULES:
+                    leaks.append(f"{path}.{name}")
+                continue  # a denied module: nothing behind it is reachable
+            for attr in (a for a in dir(value) if not a.startswith("_")):
+                inner = getattr(value, attr, None)
+                if isinstance(inner, types.ModuleType) and attr not in TRITON_DSL_MODULES:
+                    leaks.append(f"{path}.{name}.{attr}")
+    for api in TRITON_API:
+        module, _, name = api.rpartition(".")
+        value = getattr(importlib.import_module(module), name)
+        leaks += [f"{api}.{a}" for a in dir(value) if not a.startswith("_")
+                  and isinstance(getattr(value, a, None), types.ModuleType)]
+    assert leaks == []
