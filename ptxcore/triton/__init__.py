@@ -11,6 +11,12 @@ Candidate child (standard library at import; triton/torch arrive with the candid
   launches.py   `LaunchRecorder`: kernel binary loads and launches through Triton's runtime hooks
   session.py    `TritonSession(source, cache_dir)`: load, call (first calls recorded), `launch_report()`
 
+Wiring (judge side): CPU stage `triton_stage`; child mode "triton" = `TritonSession` on torch tensors (torch not
+blocked), its faults are `CandidateLoadError` / `CandidateCallError(.fault.status)`; after the first calls
+`launch_report()` -> `evidence.binaries_from_launches` -> `static_evidence` -> ncu through
+`with_kernel_filter(ncu_command(...), kernels)`; CUPTI names of a call vs `foreign_kernels`. The first call
+compiles: give it a longer deadline. Share one Triton cache dir between a candidate's children.
+
 This package imports nothing from ptxcore.gpu (ptxcore.gpu imports it), and its __init__ imports nothing, so
 the child can import the child-side modules without pydantic.
 """
