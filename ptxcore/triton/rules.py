@@ -58,7 +58,7 @@ RULE_DESCRIPTIONS: dict[Rule, str] = {
     Rule.IMPORT_NOT_ALLOWED: "only torch, triton (its kernel API), math, typing and __future__ may be imported",
     Rule.DYNAMIC_IMPORT: "no __import__ / importlib",
     Rule.TORCH_COMPUTE: "torch only for metadata (dtypes, devices) and a few torch.cuda queries; no torch compute",
-    Rule.TENSOR_METHOD: "no tensor compute or copy methods (matmul, softmax, copy_, contiguous, to, ...) outside @triton.jit",
+    Rule.TENSOR_METHOD: "no tensor compute or copy methods (matmul, softmax, copy_, clone, to, item, ...) outside @triton.jit",
     Rule.TENSOR_ASSIGNMENT: "no item assignment into tensors on the host (a torch copy kernel); write with tl.store",
     Rule.ALLOCATOR: "torch.empty only inside the allocator registered with triton.set_allocator",
     Rule.MATMUL_OPERATOR: "no `@` operator (use tl.dot)",
