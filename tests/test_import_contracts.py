@@ -21,6 +21,8 @@ EXPECTED = [
     "ptxcore.judge imports no heavy library itself",
     "GPU rooms: service -> pipeline -> harness -> child",
     "the candidate session stays light",
+    "ptxcore.triton imports no heavy library and not ptxcore.gpu",
+    "Triton child-side modules stay free of pydantic",
 ]
 
 
