@@ -38,6 +38,7 @@ from tasks.judge import JudgeBackend, NoGpuJudge, select_judge
 from .artifacts import ProgressArtifact, publish_headline, publish_progress
 from .limits import ensure_limits, wanted_limits
 from .replay import make_clients, register_warehouse_replays
+from .retrieval import campaign_augmenter, file_notes
 from .runtime import CampaignRuntime, register_runtime, unregister_runtime
 from .tracking import MlflowTracker, default_tracking_uri, experiment_name
 from .trajectory import run_trajectory
@@ -233,6 +234,7 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
     """
     config, text = resolve_config(config_path, campaign_id, warehouse, profilers, mlflow_tracking_uri, turns)
     plans = plan_campaign(config)
+    notes = file_notes(config, config_path)  # a bad notes file is refused before anything is written
     ensure_limits(wanted_limits(config, plans))
     uri, artifact_root = tracking_uri(config)
     wh_path = warehouse_path(config)
@@ -240,6 +242,7 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
     writer = RecordWriter(wh_path, lambda: MlflowTracker(uri, config.id, artifact_root), plan_by_id).start()
     key = f"{config.id}:{uuid.uuid4().hex[:8]}"
     try:
+        augmenter = campaign_augmenter(config, notes, writer)
         recorded, trajectories = writer.call(lambda wh, tr: _open_campaign(config, text, wh, tr))
         added = writer.reconcile_mlflow()
         if added:
@@ -247,7 +250,7 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
         judges = select_judges(config, judge_plugin or os.environ.get(JUDGE_PLUGIN_ENV))
         register_warehouse_replays(config, writer, wh_path)
         runtime = CampaignRuntime(config=config, writer=writer, clients=make_clients(config), judges=judges,
-                                  recorded=recorded, trajectories=trajectories)
+                                  recorded=recorded, trajectories=trajectories, augmenter=augmenter)
         register_runtime(key, runtime)
         progress = _Progress(plans, recorded)
         writer.listeners.append(progress.on_turn)

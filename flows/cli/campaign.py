@@ -163,11 +163,13 @@ def _print_summary(summary) -> None:
 @one_line_errors
 def validate_command(config: str = typer.Argument(DEFAULT_CONFIG, help="Campaign file (YAML).")) -> None:
     """Check a campaign file and show what it would run (no model calls)."""
+    from flows.retrieval import file_notes
     from ptxcore.agent import load_campaign, plan_campaign
 
     try:
         cfg, _ = load_campaign(config)
         plans = plan_campaign(cfg)
+        file_notes(cfg, config)  # a repair_retrieval notes file is checked too (path, JSON, records)
     except _config_errors() as exc:
         raise UserError(str(exc)) from exc
     pairs = list(dict.fromkeys((p.arch, p.prompt_variant) for p in plans))

@@ -16,6 +16,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from ptxcore.arch import UnknownArchitectureError, get_architecture
 from ptxcore.schema import FrozenModel
 
+from .retrieval_spec import RepairRetrievalSpec
 from .types import MAX_MODEL_CALLS, ContextPolicy, SolutionLanguage
 from .yamlfile import YamlModelError, load_yaml_model, parse_yaml_model
 
@@ -135,6 +136,8 @@ class CampaignConfig(FrozenModel):
     """DuckDB file; default runs/<campaign_id>/warehouse.duckdb."""
     mlflow_tracking_uri: str | None = None
     """MLflow store; default sqlite under mlruns/ (absolute path)."""
+    repair_retrieval: RepairRetrievalSpec | None = None
+    """Repair-notes retrieval appended to failing turns' feedback (Table 4 conditions); None: plain feedback."""
 
     @field_validator("architectures")
     @classmethod

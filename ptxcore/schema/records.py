@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
+from .augmentation import FeedbackAugmentation
 from .base import SCHEMA_VERSION, FrozenModel
 from .enums import CompileStatus, EvaluationStatus, StaticTarget, TargetInstruction
 from .trace import Correctness, Performance
@@ -266,6 +267,8 @@ class TurnRecord(FrozenModel):
     """Where it was judged."""
     created_at: str = ""
     """ISO-8601 time."""
+    augmentation: FeedbackAugmentation | None = None
+    """What a feedback augmenter (repair retrieval) added to the feedback; None when none ran."""
 
     @property
     def key(self) -> tuple[str, str, int]:
