@@ -230,11 +230,11 @@ class Warehouse:
         """Turn records of a campaign (optionally one trajectory), ordered by trajectory and turn."""
         query = """
             SELECT t.*, k.text AS kernel_text, e.raw_json AS judge_json, env.raw_json AS environment_json,
-                   a.raw_json AS augmentation_json
+                   {augmentation} AS augmentation_json
             FROM turns t
             LEFT JOIN kernels k ON k.sha256 = t.kernel_key
             LEFT JOIN evaluations e USING (campaign_id, trajectory_id, turn)
-            LEFT JOIN turn_augmentations a USING (campaign_id, trajectory_id, turn)
+            {augmentation_join}
             LEFT JOIN environments env ON env.sha256 = t.environment_sha256
             WHERE t.campaign_id = ? {extra}
             ORDER BY t.trajectory_id, t.turn"""
@@ -242,7 +242,16 @@ class Warehouse:
         extra = ""
         if trajectory_id is not None:
             extra, params = "AND t.trajectory_id = ?", [campaign_id, trajectory_id]
-        return [R.turn_from_row(r) for r in self._dicts(query.format(extra=extra), params)]
+        aug = self.has_table("turn_augmentations")  # a read-only warehouse from before the table existed lacks it
+        query = query.format(extra=extra, augmentation="a.raw_json" if aug else "NULL",
+                             augmentation_join="LEFT JOIN turn_augmentations a USING (campaign_id, trajectory_id, turn)"
+                             if aug else "")
+        return [R.turn_from_row(r) for r in self._dicts(query, params)]
+
+    def has_table(self, name: str) -> bool:
+        """Whether the file holds the table (read-only files written by an older version may not)."""
+        rows = self._dicts("SELECT count(*) AS n FROM information_schema.tables WHERE table_name = ?", [name])
+        return bool(rows[0]["n"])
 
     def kernel_text(self, sha256: str) -> str | None:
         rows = self._dicts("SELECT text FROM kernels WHERE sha256 = ?", [sha256])
