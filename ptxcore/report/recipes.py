@@ -17,8 +17,11 @@ file per built recipe. Only these fields are read; every other field is ignored.
   "balance": "post"                    # optional: pre | post | none
 }
 ```
-`dropped` may also be an object {reason: count}. Manifests are untrusted files: size-limited, parsed
-as JSON, validated; every problem is one line naming the file.
+`dropped` may also be an object {reason: count}. The data engine's own manifests
+(`<build>.parquet.manifest.json`, written by ptxcore.adapt.export) are read as they are: there `rows` is
+`counts.rows`, the kind is `template`, the scope `config_label`, the balance `selection.balance`, and a
+`synthesizer` object contributes its `label` (else its `model`). Manifests are untrusted files:
+size-limited, parsed as JSON, validated; every problem is one line naming the file.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from .tables import DASH, Table
 
@@ -84,6 +87,26 @@ class RecipeManifest(BaseModel):
     """Reasoning synthesizer."""
     balance: str = ""
     """Balancing point."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_layout(cls, data: Any) -> Any:
+        """Map the data engine's manifest layout onto these fields (explicit fields win)."""
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        counts, selection, synth = data.get("counts"), data.get("selection"), data.get("synthesizer")
+        if "rows" not in out and isinstance(counts, dict) and "rows" in counts:
+            out["rows"] = counts["rows"]
+        out.setdefault("kind", data.get("template", ""))
+        out.setdefault("scope", data.get("config_label", ""))
+        if "balance" not in out and isinstance(selection, dict):
+            out["balance"] = selection.get("balance") or ""
+        if isinstance(synth, dict):
+            model = synth.get("model")
+            out["synthesizer"] = synth.get("label") or (model.get("label") or model.get("model")
+                                                        if isinstance(model, dict) else model) or ""
+        return out
 
     def drop_counts(self) -> Counter[str]:
         counts: Counter[str] = Counter()

@@ -89,3 +89,22 @@ def test_collect_with_the_replay_teacher_through_litellm(tmp_path, monkeypatch):
     assert len(a.prompt_sha256) == 64 and a.summary == GOOD["summary"] and a.problem == "mha_with_lse_d128"
     with pytest.raises(ValueError, match="share a pair_id"):
         collect_notes([pair("x"), pair("x")], LiteLLMClient(model))
+
+
+def test_pairs_from_warehouse_turns():
+    from ptxcore.adapt.retrieval import repair_pair_from_turns
+    from ptxcore.schema import EvaluationStatus, TargetInstruction
+    from tests.warehouse.conftest import full_turn
+
+    wrong = full_turn(trajectory="t1", turn=2, status=EvaluationStatus.COMPILE_ERROR, kernel_text=WGMMA_WRONG,
+                      feedback="error: bad wgmma", speedup=None, target_instruction=TargetInstruction.UNKNOWN)
+    fixed = full_turn(campaign="repair", trajectory="r1", turn=1, kernel_text=WGMMA_FIXED, speedup=0.3)
+    p = repair_pair_from_turns("pp", wrong, fixed, task_prompt="ctx")
+    assert (p.wrong_kernel, p.fixed_kernel, p.wrong_status, p.wrong_feedback) == (
+        WGMMA_WRONG, WGMMA_FIXED, EvaluationStatus.COMPILE_ERROR, "error: bad wgmma")
+    assert p.fixed_speedup == 0.3 and p.fixed_target_instruction is TargetInstruction.EXECUTED
+    assert (p.wrong_ref.turn, p.fixed_ref.campaign_id, p.problem) == (2, "repair", "gemm_n7168_k5120")
+    with pytest.raises(ValueError, match="not PASSED"):
+        repair_pair_from_turns("pp", wrong, wrong)
+    with pytest.raises(ValueError, match="need a kernel"):
+        repair_pair_from_turns("pp", wrong.model_copy(update={"kernel_text": None}), fixed)

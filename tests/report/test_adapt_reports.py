@@ -303,3 +303,20 @@ def test_full_published_file_gives_the_same_tables(full_db, sft_outcomes):
     with Warehouse(full_db, read_only=True) as wh:
         full = Q.turn_outcomes(wh, Q.select_runs(wh, published_sft_runs()))
     assert sft_tables(FIRST12.select(full)) == sft_tables(FIRST12.select(sft_outcomes))
+
+
+def test_table_10_reads_the_data_engines_manifest_layout(tmp_path):
+    """The layout ptxcore.adapt.export writes (<build>.parquet.manifest.json), read as it is."""
+    engine = {"builder": "ptxbench.adapt", "template": "fixit", "build_id": "s5", "recipe": "s5",
+              "config_label": "8ops-Pre-balanced", "selection": {"balance": "pre", "per_problem_cap": 33},
+              "counts": {"pairs": 300, "rows_built": 262, "rows": 258, "dropped": 4,
+                         "dropped_by_reason": {"over_max_tokens": 3, "no_reasoning": 1}},
+              "dropped": [{"pair_id": "a", "reason": "over_max_tokens", "total_tokens": 70000},
+                          {"pair_id": "b", "reason": "over_max_tokens"}, {"pair_id": "c", "reason": "over_max_tokens"},
+                          {"pair_id": "d", "reason": "no_reasoning", "detail": ""}],
+              "synthesizer": {"model": {"model": "openrouter/z-ai/glm-5.2", "label": "glm-5.2"}}}
+    m = load_manifest(_manifest(tmp_path / "s5.json", engine))
+    assert (m.recipe, m.rows, m.kind, m.scope, m.balance, m.synthesizer) == ("s5", 258, "fixit", "8ops-Pre-balanced",
+                                                                             "pre", "glm-5.2")
+    assert recipe_table([m]).rows == [["s5", "fixit", "8ops-Pre-balanced", "glm-5.2", "pre", "258", "258", "4",
+                                       "over_max_tokens: 3; no_reasoning: 1"]]

@@ -14,7 +14,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field, StringConstraints
 
-from ptxcore.schema import EvaluationStatus, FrozenModel, TargetInstruction, text_sha256
+from ptxcore.schema import EvaluationStatus, FrozenModel, TargetInstruction, TurnRecord, text_sha256
 
 NOTE_FIELD_CHARS = 4000
 """Longest accepted text of one note field (teacher output is untrusted and goes into a prompt)."""
@@ -177,3 +177,19 @@ class NoteRecord(FrozenModel):
     def sha256(self) -> str:
         """Content identity of the record."""
         return text_sha256(self.model_dump_json())
+
+
+def repair_pair_from_turns(pair_id: str, wrong: TurnRecord, fixed: TurnRecord, task_prompt: str = "") -> RepairPair:
+    """A pair from two warehouse turns (the failing turn and the correct one that repairs it)."""
+    if wrong.kernel_text is None or fixed.kernel_text is None:
+        raise ValueError(f"pair {pair_id}: both turns need a kernel")
+    if fixed.status is not EvaluationStatus.PASSED:
+        raise ValueError(f"pair {pair_id}: the fixed turn is {fixed.status.value}, not PASSED")
+    return RepairPair(
+        pair_id=pair_id, problem=wrong.problem, arch=wrong.arch, prompt_variant=wrong.prompt_variant,
+        task_prompt=task_prompt, wrong_kernel=wrong.kernel_text, wrong_status=wrong.status,
+        wrong_feedback=wrong.feedback, fixed_kernel=fixed.kernel_text, fixed_speedup=fixed.speedup,
+        fixed_target_instruction=fixed.target_instruction,
+        wrong_ref=TurnRef(campaign_id=wrong.campaign_id, trajectory_id=wrong.trajectory_id, turn=wrong.turn),
+        fixed_ref=TurnRef(campaign_id=fixed.campaign_id, trajectory_id=fixed.trajectory_id, turn=fixed.turn),
+    )
