@@ -1,4 +1,4 @@
-"""`ptxbench report sft | retrieval | recipes`: the adapt tables (8, 9, 4, 10) and Figure 15."""
+"""`ptxbench report sft | retrieval | reasoning | recipes`: the adapt tables (8, 9, 4, 10) and Figure 15."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from .warehouse import DB_OPTION, open_warehouse, warehouse_errors
 
 RUNS_ARG = typer.Argument(None, help="Run (campaign) ids or shell globs; with --published, leave out.")
 OUT_OPTION = typer.Option(..., "--out", help="Folder for report.md, report.html (and PNGs).")
-SUBSET_OPTION = typer.Option(None, "--trajectories", help="all | first:N | variants:A,B,... (default: all; "
-                             "with --published: first:12, the paper's 12 of the authors' 20).")
+SUBSET_OPTION = typer.Option(None, "--trajectories", help="all | paper | first:N | variants:A,B,... (default: all; "
+                             "with --published: paper, the paper's 3 of 5 prompt variants per problem).")
 PUBLISHED_OPTION = typer.Option(False, "--published", help="The authors' runs behind the paper's table (after "
                                 "`ptxbench warehouse import-ptxbench`).")
 
@@ -70,6 +70,19 @@ def retrieval(runs: list[str] = RUNS_ARG, db: str = DB_OPTION, out: str = OUT_OP
         _echo(build_retrieval_report(outcomes, conditions, Path(out), title or "Repair retrieval (Table 4)", subset))
 
 
+def reasoning(runs: list[str] = RUNS_ARG, db: str = DB_OPTION, out: str = OUT_OPTION,
+              trajectories: str = SUBSET_OPTION, published: bool = PUBLISHED_OPTION,
+              title: str = typer.Option("", "--title", help="Report heading.")) -> None:
+    """Figure 15: reasoning tokens per turn by model and problem (--published: base, s0, s3, Gemini 3.1 Pro)."""
+    from ptxcore.report.adapt_build import build_reasoning_report
+    from ptxcore.report.published import PUBLISHED_FIGURE15_RUNS
+
+    patterns, subset = _selection(runs, published, PUBLISHED_FIGURE15_RUNS, trajectories)
+    with warehouse_errors():
+        outcomes, _ = _outcomes(db, patterns)
+        _echo(build_reasoning_report(outcomes, Path(out), title or "Reasoning lengths (Figure 15)", subset))
+
+
 def recipes(manifests: list[str] = typer.Argument(..., help="Recipe manifest JSON files (one per recipe)."),
             out: str = OUT_OPTION, title: str = typer.Option("", "--title", help="Report heading.")) -> None:
     """Table 10: recipes with rows written and rows dropped (by reason), from their manifests."""
@@ -87,5 +100,5 @@ def recipes(manifests: list[str] = typer.Argument(..., help="Recipe manifest JSO
 
 def register(app: typer.Typer) -> None:
     """Add the adapt report commands to `ptxbench report`."""
-    for fn in (sft, retrieval, recipes):
+    for fn in (sft, retrieval, reasoning, recipes):
         app.command(fn.__name__)(one_line_errors(fn))

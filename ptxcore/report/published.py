@@ -21,13 +21,22 @@ PUBLISHED_SFT_RUNS: dict[str, list[str]] = {
 
 PUBLISHED_RETRIEVAL_RUNS: list[str] = [
     *PUBLISHED_SFT_RUNS["Qwen3.6-27B"][1:],
+    *PUBLISHED_SFT_RUNS["Qwen3.6-27B-s1"][1:],
     *(f"qwen36-27b-retrieved-notes-3prompt-{p}" for p in _FIVE[1:]),
     *(f"qwen36-27b-note-feedback2-3prompt-{p}" for p in _FIVE[1:]),
 ]
-"""Table 4: the base model and its two retrieval conditions on the four d128 MHA problems."""
+"""Table 4: the base model, its two retrieval conditions and the SFT checkpoint s1 on the four d128 MHA problems
+(the paper's rows "w/o expert guidance", the unpatched-prompt runs, are left out: they would share a cell with the
+patched runs of the same model)."""
 
-PUBLISHED_SUBSET = "first:12"
-"""The paper's cells are over the first 12 trajectories of each run (see subsets.py)."""
+PUBLISHED_FIGURE15_RUNS: list[str] = [
+    *PUBLISHED_SFT_RUNS["Qwen3.6-27B"], *PUBLISHED_SFT_RUNS["Qwen3.6-27B-s0"], *PUBLISHED_SFT_RUNS["Qwen3.6-27B-s3"],
+    *(f"gemini-31-pro-{p}" for p in _FIVE),
+]
+"""Figure 15: the base model, KernelGen s0, Fixit s3 and Gemini 3.1 Pro, on the five primary Hopper problems."""
+
+PUBLISHED_SUBSET = "paper"
+"""The paper's cells are over 3 of the 5 prompt variants of the 20-trajectory runs, per problem (subsets.py)."""
 
 
 def published_sft_runs() -> list[str]:

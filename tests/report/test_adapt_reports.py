@@ -1,13 +1,15 @@
-"""Adapt reports on the authors' published runs: Tables 8 / 9 (with the 12-of-20 trajectory subset), Table 4,
+"""Adapt reports on the authors' published runs: Tables 8 / 9 (with the paper's trajectory subset), Table 4,
 Figure 15; Table 10 from manifests; the CLI and its one-line errors.
 
 What is checked against what (see ptxcore/report/README_adapt.md):
-- the paper: the one cell the paper's text is known to give here — s0 on mha_with_lse_d128, k = 4: 6.2 %
-  (3 of 48 turns) — holds with `first:12` and not with all 20 trajectories (3.8 %);
+- the paper: every cell of its Tables 8 and 9 for s0-s6 (rates at k = 1 / 4 / 8 with and without the target-
+  instruction condition, target best speedups) and the retrieval rows of Table 4, transcribed below from a stored
+  copy of the paper, against our tables with `--trajectories paper`; the differences are listed and each is a turn
+  whose target-instruction verdict differs between the two files the authors published;
+- that `paper` is the only choice of 3 of the 5 prompt variants consistent with the paper, per problem family;
 - the authors' own aggregates (their plot-viewer CSVs, over all 20 trajectories): correct turns at k = 1 / 4 / 8
-  of every run behind Tables 8 / 9 (ALL20_CORRECT_TURNS), and their Fixit notes' first-four-turn status
-  counts of the s2 MHA runs; our `all` subset reproduces them exactly;
-- everything else is pinned as computed (regression), from the committed excerpt of those runs.
+  of every run behind Tables 8 / 9 (ALL20_CORRECT_TURNS), and their Fixit notes' first-four-turn status counts of
+  the s2 MHA runs; our `all` subset reproduces them exactly.
 """
 
 from __future__ import annotations
@@ -15,54 +17,71 @@ from __future__ import annotations
 import gzip
 import json
 import struct
+from itertools import combinations
 
 import pytest
 from typer.testing import CliRunner
 
 from flows.cli.main import app
+from ptxcore.metrics import turn_metrics
 from ptxcore.report import ReportError
-from ptxcore.report.adapt_build import FIGURE15, build_recipes_report, build_sft_report
+from ptxcore.report.adapt_build import (
+    FIGURE15,
+    build_reasoning_report,
+    build_recipes_report,
+    build_sft_report,
+)
 from ptxcore.report.adapt_tables import retrieval_tables, sft_tables
-from ptxcore.report.published import PUBLISHED_RETRIEVAL_RUNS, published_sft_runs
-from ptxcore.report.reasoning_plot import lengths_by_model, summarize
+from ptxcore.report.published import PUBLISHED_FIGURE15_RUNS, PUBLISHED_RETRIEVAL_RUNS, published_sft_runs
+from ptxcore.report.reasoning_plot import ALL_PROBLEMS, lengths_by_problem, summarize
 from ptxcore.report.recipes import ManifestError, RecipeManifest, load_manifest, recipe_table
-from ptxcore.report.subsets import SubsetError, parse_subset
+from ptxcore.report.subsets import PAPER_VARIANTS, SubsetError, parse_subset
 from ptxcore.warehouse import Warehouse
 from ptxcore.warehouse import queries as Q
 
 from .conftest import EXCERPT_CSV
 
 ADAPT_RUNS_GZ = EXCERPT_CSV.parent / "ptxbench_adapt_runs.csv.gz"
-FIRST12 = parse_subset("first:12")
+PAPER = parse_subset("paper")
 ALL = parse_subset("all")
-
-# Table 8 (first:12), every cell; columns gemm, mha_bwd_d128, mha_bwd_d128_causal, mha_with_lse_d128, _causal.
+PROBLEMS = ["gemm_n7168_k5120", "mha_with_lse_d128", "mha_with_lse_d128_causal", "mha_bwd_d128", "mha_bwd_d128_causal"]
 NONE = "target – / – / – (all – / – / –)"
-TABLE8_FIRST12 = {
-    "Qwen3.6-27B": [NONE] * 5,
-    "Qwen3.6-27B-s0": ["target – / – / 1.0 (all – / – / 1.0)", NONE, NONE, "target – / 6.2 / 5.2 (all – / 6.2 / 5.2)",
-                       "target – / 2.1 / 1.0 (all – / 2.1 / 1.0)"],
-    "Qwen3.6-27B-s1": ["target 33.3 / 25.0 / 19.8 (all 33.3 / 25.0 / 19.8)", NONE,
-                       "target – / 2.1 / 1.0 (all – / 2.1 / 1.0)", "target 16.7 / 16.7 / 19.8 (all 16.7 / 16.7 / 19.8)",
-                       "target – / – / 3.1 (all – / – / 3.1)"],
-    "Qwen3.6-27B-s2": ["target – / 4.2 / 4.2 (all – / 4.2 / 4.2)", "target – / – / 1.0 (all – / – / 1.0)", NONE,
-                       "target – / 2.1 / 5.2 (all – / 2.1 / 5.2)", "target – / – / 1.0 (all – / – / 1.0)"],
-    "Qwen3.6-27B-s3": ["target – / 6.2 / 8.3 (all – / 6.2 / 8.3)", "target – / 6.2 / 5.2 (all – / 6.2 / 5.2)", NONE,
-                       "target – / 4.2 / 2.1 (all – / 4.2 / 2.1)", "target – / 6.2 / 4.2 (all – / 6.2 / 4.2)"],
-    "Qwen3.6-27B-s4": ["target 8.3 / 8.3 / 9.4 (all 8.3 / 8.3 / 9.4)", NONE, "target – / – / 1.0 (all – / – / 1.0)",
-                       "target – / – / 4.2 (all – / – / 4.2)", "target – / 4.2 / 2.1 (all – / 4.2 / 2.1)"],
-    "Qwen3.6-27B-s5": ["target 8.3 / 12.5 / 13.5 (all 8.3 / 12.5 / 13.5)", "target – / – / 2.1 (all – / – / 2.1)",
-                       "target – / 2.1 / 3.1 (all – / 2.1 / 3.1)", "target – / 2.1 / 4.2 (all – / 2.1 / 4.2)",
-                       "target – / 2.1 / 3.1 (all – / 2.1 / 3.1)"],
-    "Qwen3.6-27B-s6": ["target 8.3 / 2.1 / 1.0 (all 8.3 / 2.1 / 1.0)", NONE, NONE, NONE, NONE],
+
+# The paper's Table 8 (turn correctness %, k = 1 / 4 / 8: target-instruction rate, then all correct turns) and
+# Table 9 (target best speedup) for the columns GEMM, MHA-Fwd, MHA-Fwd-Causal, MHA-Bwd, MHA-Bwd-Causal; "-" is
+# the paper's dash, "-/-/-" an empty cell.
+E = "-/-/-"
+PAPER_TABLE8 = {
+    "s0": (["-/-/-", "-/6.2/5.2", "-/2.1/1.0", E, "-/-/1.0"], ["-/-/-", "-/6.2/5.2", "-/2.1/1.0", E, "-/-/1.0"]),
+    "s1": (["25.0/14.6/13.5", "16.7/16.7/19.8", "-/-/3.1", "-/2.1/4.2", "-/2.1/4.2"],
+           ["25.0/14.6/13.5", "16.7/16.7/19.8", "-/-/3.1", "-/2.1/4.2", "-/2.1/5.2"]),
+    "s2": (["-/2.1/2.1", "-/2.1/5.2", "-/-/1.0", "-/-/1.0", E], ["-/2.1/2.1", "-/2.1/5.2", "-/-/1.0", "-/-/1.0", E]),
+    "s3": (["-/2.1/3.1", "-/4.2/2.1", "-/6.2/4.2", "-/4.2/4.2", E], ["-/2.1/3.1", "-/4.2/2.1", "-/6.2/4.2", "-/4.2/4.2", E]),
+    "s4": (["8.3/8.3/10.4", "-/-/4.2", "-/4.2/2.1", "-/-/1.0", E], ["8.3/8.3/10.4", "-/-/4.2", "-/4.2/2.1", "-/-/1.0", E]),
+    "s5": (["16.7/14.6/12.5", "-/2.1/4.2", "-/2.1/3.1", "-/-/5.2", "-/-/4.2"],
+           ["16.7/14.6/12.5", "-/2.1/4.2", "-/2.1/3.1", "-/-/5.2", "-/-/4.2"]),
+    "s6": (["8.3/2.1/1.0", E, E, E, E], ["8.3/2.1/1.0", E, E, E, E]),
 }
-TABLE9_FIRST12 = {  # a few rows of Table 9 (best speedups)
-    "Qwen3.6-27B-s0": ["target – / – / 0.27 (all – / – / 0.27)", NONE, NONE,
-                       "target – / 0.59 / 0.59 (all – / 0.59 / 0.59)", "target – / 0.64 / 0.64 (all – / 0.64 / 0.64)"],
-    "Qwen3.6-27B-s5": ["target 0.32 / 0.45 / 0.60 (all 0.32 / 0.45 / 0.60)", "target – / – / 0.26 (all – / – / 0.26)",
-                       "target – / 0.10 / 0.19 (all – / 0.10 / 0.19)", "target – / 0.42 / 0.57 (all – / 0.42 / 0.57)",
-                       "target – / 0.24 / 0.25 (all – / 0.24 / 0.25)"],
+PAPER_TABLE9 = {
+    "s0": [E, "-/0.589/0.589", "-/0.644/0.644", E, "-/-/0.209"],
+    "s1": ["0.303/0.303/0.340", "0.556/0.556/0.565", "-/-/0.395", "-/0.380/0.389", "-/0.192/0.199"],
+    "s2": ["-/0.209/0.211", "-/0.548/0.548", "-/-/0.315", "-/-/0.296", E],
+    "s3": ["-/0.274/0.280", "-/0.465/0.465", "-/0.388/0.388", "-/0.494/0.494", E],
+    "s4": ["0.276/0.373/0.373", "-/-/0.452", "-/0.383/0.383", "-/-/0.199", E],
+    "s5": ["0.325/0.446/0.446", "-/0.425/0.573", "-/0.241/0.246", "-/-/0.295", "-/-/0.246"],
+    "s6": ["0.073/0.073/0.073", E, E, E, E],
 }
+# The paper's Table 4 row "Qwen3.6-27B + retrieved repair notes and fixed kernel" (MHA-Fwd, -Causal, -Bwd, -Causal);
+# its rows for base Qwen3.6-27B and "+ retrieved repair notes" are empty.
+PAPER_TABLE4_ORACLE = (["-/29.2/29.2", "-/20.8/27.1", "-/14.6/18.8", "-/20.8/33.3"],
+                       ["-/29.2/29.2", "-/20.8/27.1", "-/14.6/20.8", "-/25.0/37.5"])
+# Where we differ from the paper (and why: ptxcore/report/README_adapt.md). Each is a target-instruction rate, the
+# all-turn rates agree: the per-turn file marks one more correct turn as target-executing than the paper counts, and
+# the authors' own aggregate (arch_instruction_correctness_by_release_date.csv) agrees with the paper there.
+KNOWN_TABLE8_DIFFERENCES = {("s1", "mha_bwd_d128_causal", "target"): ("-/2.1/4.2", "-/2.1/5.2")}
+KNOWN_TABLE4_DIFFERENCES = {("mha_bwd_d128", "target"): ("-/14.6/18.8", "-/14.6/20.8"),
+                            ("mha_bwd_d128_causal", "target"): ("-/20.8/33.3", "-/22.9/34.4")}
+
 # Correct turns with turn < 1 / 4 / 8 over all 20 trajectories: equal to the `n_correct_turns` column of the
 # authors' benchmark/plot_viewer_v1/data/arch_instruction_correctness_by_release_date.csv for these runs
 # (checked for all 40 SFT-table runs and the 8 retrieval runs; runs not listed have none).
@@ -96,7 +115,7 @@ S2_FIRST_FOUR_TURNS = {
 
 @pytest.fixture(scope="module")
 def adapt_db(tmp_path_factory):
-    """A warehouse holding the 48 published runs behind Tables 4 / 8 / 9 (committed, gzip-compressed)."""
+    """A warehouse holding the 53 published runs behind Tables 4 / 8 / 9 and Figure 15 (committed, gzip-compressed)."""
     from ptxcore.warehouse.ptxbench_import import import_ptxbench_csv
 
     root = tmp_path_factory.mktemp("adapt")
@@ -104,7 +123,7 @@ def adapt_db(tmp_path_factory):
     csv_path.write_bytes(gzip.decompress(ADAPT_RUNS_GZ.read_bytes()))
     with Warehouse(root / "w.duckdb") as wh:
         counts = import_ptxbench_csv(wh, str(csv_path))
-    assert counts == {"runs": 48, "trajectories": 896, "turns": 7146}
+    assert counts == {"runs": 53, "trajectories": 956, "turns": 7626}
     return root / "w.duckdb"
 
 
@@ -118,21 +137,68 @@ def _rows(table):
     return {row[0]: row[1:] for row in table.rows}
 
 
-def test_the_papers_cell_needs_the_first_12_trajectories(sft_outcomes):
-    table8 = _rows(sft_tables(FIRST12.select(sft_outcomes))[0])
-    assert table8["Qwen3.6-27B-s0"][3] == "target – / 6.2 / 5.2 (all – / 6.2 / 5.2)"  # 3 of 48 turns at k = 4
-    every = _rows(sft_tables(sft_outcomes)[0])
-    assert every["Qwen3.6-27B-s0"][3] == "target – / 3.8 / 3.8 (all – / 3.8 / 3.8)"  # 3 of 80: not the paper
-    assert parse_subset("variants:p0,p1,p2").select(sft_outcomes) == FIRST12.select(sft_outcomes)
+def _paper_notation(outcomes, model, problem) -> tuple[str, str, str]:
+    """(target rates, all rates, target best speedups) at k = 1 / 4 / 8, written as the paper writes them."""
+    by_k = {m.k: m for m in turn_metrics([o for o in outcomes if o.model == model and o.definition == problem])}
+
+    def rate(x):
+        return "-" if not x else f"{100 * x:.1f}"
+
+    def speed(x):
+        return "-" if not x else f"{x:.3f}"
+
+    ks = (1, 4, 8)
+    return ("/".join(rate(by_k[k].target_turn_correct_rate) for k in ks),
+            "/".join(rate(by_k[k].turn_correct_rate) for k in ks),
+            "/".join(speed(by_k[k].target_best_speedup) for k in ks))
 
 
-def test_tables_8_and_9_pinned(sft_outcomes):
-    t8, t9 = sft_tables(FIRST12.select(sft_outcomes))
+def test_tables_8_and_9_match_the_paper(sft_outcomes):
+    chosen = PAPER.select(sft_outcomes)
+    differences = {}
+    for sft, (target8, all8) in PAPER_TABLE8.items():
+        for i, problem in enumerate(PROBLEMS):
+            ours = _paper_notation(chosen, f"Qwen3.6-27B-{sft}", problem)
+            for what, paper, mine in zip(("target", "all", "speedup"), (target8[i], all8[i], PAPER_TABLE9[sft][i]),
+                                         ours, strict=True):
+                if paper != mine:
+                    differences[(sft, problem, what)] = (paper, mine)
+    assert differences == KNOWN_TABLE8_DIFFERENCES  # 104 of the 105 cells are the paper's
+    # the cell quoted in issue 15: 3 of 48 turns with the paper's subset, 3 of 80 over all 20 trajectories
+    assert _paper_notation(chosen, "Qwen3.6-27B-s0", "mha_with_lse_d128")[1] == "-/6.2/5.2"
+    assert _paper_notation(sft_outcomes, "Qwen3.6-27B-s0", "mha_with_lse_d128")[1] == "-/3.8/3.8"
+
+
+def test_the_papers_subset_is_the_only_consistent_choice(sft_outcomes):
+    """Per problem, intersect over s0-s6 the choices of 3 of the 5 variants that reproduce the paper's cells."""
+    for i, problem in enumerate(PROBLEMS):
+        consistent = None
+        for sft, (target8, all8) in PAPER_TABLE8.items():
+            wanted = (target8[i], all8[i], PAPER_TABLE9[sft][i])
+            if (sft, problem, "target") in KNOWN_TABLE8_DIFFERENCES:  # the one disputed verdict: compare the rest
+                wanted = (None, *wanted[1:])
+            ok = set()
+            for combo in combinations(["p0", "p1", "p2", "p3", "p4"], 3):
+                got = _paper_notation([o for o in sft_outcomes if o.prompt_variant in combo], f"Qwen3.6-27B-{sft}",
+                                      problem)
+                if all(w is None or w == g for w, g in zip(wanted, got, strict=True)):
+                    ok.add(combo)
+            consistent = ok if consistent is None else consistent & ok
+        assert consistent == {PAPER_VARIANTS[problem]}, problem
+    first12 = parse_subset("first:12").select(sft_outcomes)
+    assert first12 == parse_subset("variants:p0,p1,p2").select(sft_outcomes) != PAPER.select(sft_outcomes)
+
+
+def test_tables_8_and_9_layout(sft_outcomes):
+    t8, t9 = sft_tables(PAPER.select(sft_outcomes))
     assert t8.key == "table8_hopper" and t9.key == "table9_hopper" and t8.title.startswith("Table 8: SFT models")
     assert t8.header == ["model", "gemm_n7168_k5120", "mha_bwd_d128", "mha_bwd_d128_causal", "mha_with_lse_d128",
                          "mha_with_lse_d128_causal"]
-    assert _rows(t8) == TABLE8_FIRST12
-    assert {m: _rows(t9)[m] for m in TABLE9_FIRST12} == TABLE9_FIRST12
+    rows8, rows9 = _rows(t8), _rows(t9)
+    assert list(rows8) == ["Qwen3.6-27B", *(f"Qwen3.6-27B-s{i}" for i in range(7))]
+    assert rows8["Qwen3.6-27B"] == [NONE] * 5  # the base model has no correct turn on these five problems
+    assert rows8["Qwen3.6-27B-s5"][0] == "target 16.7 / 14.6 / 12.5 (all 16.7 / 14.6 / 12.5)"
+    assert rows9["Qwen3.6-27B-s5"][0] == "target 0.32 / 0.45 / 0.45 (all 0.32 / 0.45 / 0.45)"  # 0.325 / 0.446
 
 
 def test_all_20_trajectories_reproduce_the_authors_aggregates(sft_outcomes):
@@ -151,21 +217,29 @@ def test_all_20_trajectories_reproduce_the_authors_aggregates(sft_outcomes):
     assert s2 == S2_FIRST_FOUR_TURNS
 
 
-def test_table_4_by_condition(adapt_db):
+def test_table_4_matches_the_paper(adapt_db):
     with Warehouse(adapt_db, read_only=True) as wh:
         outcomes = Q.turn_outcomes(wh, Q.select_runs(wh, PUBLISHED_RETRIEVAL_RUNS))
-    rates, speeds = retrieval_tables(FIRST12.select(outcomes), {})
+    chosen = PAPER.select(outcomes)
+    rates, speeds = retrieval_tables(chosen, {})
     assert rates.header == ["model", "condition", "arch", "mha_bwd_d128", "mha_bwd_d128_causal", "mha_with_lse_d128",
                             "mha_with_lse_d128_causal", "mean"]
-    rows = {r[1]: r[3:] for r in rates.rows}
-    assert set(rows) == {"none", "notes", "notes+fixed (ORACLE)"}
-    assert rows["none"] == rows["notes"] == [NONE] * 5
-    assert rows["notes+fixed (ORACLE)"] == [
-        "target – / 14.6 / 20.8 (all – / 14.6 / 20.8)", "target – / 22.9 / 34.4 (all – / 25.0 / 37.5)",
-        "target – / 29.2 / 29.2 (all – / 29.2 / 29.2)", "target – / 20.8 / 27.1 (all – / 20.8 / 27.1)",
-        "target – / 21.9 / 27.9 (all – / 22.4 / 28.6)"]
-    assert {r[1]: r[-1] for r in speeds.rows}["notes+fixed (ORACLE)"] == "target – / 0.53 / 0.55 (all – / 0.53 / 0.55)"
-    # a recorded condition wins over the label; two runs under one condition for one problem are refused
+    rows = {(r[0], r[1]): r[3:] for r in rates.rows}
+    assert set(rows) == {("Qwen3.6-27B", "none"), ("Qwen3.6-27B", "notes"), ("Qwen3.6-27B", "notes+fixed (ORACLE)"),
+                         ("Qwen3.6-27B-s1", "none")}
+    assert rows[("Qwen3.6-27B", "none")] == rows[("Qwen3.6-27B", "notes")] == [NONE] * 5  # as the paper's empty rows
+    oracle = "Qwen3.6-27B + retrieved repair notes and fixed kernel"
+    differences = {}
+    for i, problem in enumerate(["mha_with_lse_d128", "mha_with_lse_d128_causal", "mha_bwd_d128", "mha_bwd_d128_causal"]):
+        target, every, _ = _paper_notation(chosen, oracle, problem)
+        for what, paper, mine in (("target", PAPER_TABLE4_ORACLE[0][i], target), ("all", PAPER_TABLE4_ORACLE[1][i], every)):
+            if paper != mine:
+                differences[(problem, what)] = (paper, mine)
+    assert differences == KNOWN_TABLE4_DIFFERENCES
+    s1 = {p: _paper_notation(chosen, "Qwen3.6-27B-s1", p)[:2] for p in ("mha_bwd_d128", "mha_with_lse_d128")}
+    assert s1 == {"mha_bwd_d128": ("-/2.1/4.2", "-/2.1/4.2"), "mha_with_lse_d128": ("16.7/16.7/19.8", "16.7/16.7/19.8")}
+    assert {r[1]: r[-1] for r in speeds.rows if r[0] == "Qwen3.6-27B"}["notes+fixed (ORACLE)"] == \
+        "target – / 0.53 / 0.55 (all – / 0.53 / 0.55)"
     from ptxcore.schema import RetrievalCondition
     base = [o for o in outcomes if o.model == "Qwen3.6-27B"]
     with pytest.raises(ReportError, match="two runs for Qwen3.6-27B · notes"):
@@ -173,8 +247,11 @@ def test_table_4_by_condition(adapt_db):
 
 
 def test_subset_parsing_and_natural_order(sft_outcomes):
-    assert [parse_subset(s).label for s in ("all", "first:12", "variants:p0, p2")] == ["all", "first:12", "variants:p0,p2"]
-    for bad in ("first:0", "first:x", "some", "variants:", "all:3", "first:-1"):
+    assert [parse_subset(s).label for s in ("all", "first:12", "variants:p0, p2", "paper")] == [
+        "all", "first:12", "variants:p0,p2", "paper"]
+    with pytest.raises(SubsetError, match="run 2026-0624-0939-gemm holds 5 prompt variants of other_problem"):
+        PAPER.select([o.model_copy(update={"definition": "other_problem"}) for o in sft_outcomes])
+    for bad in ("first:0", "first:x", "some", "variants:", "all:3", "first:-1", "paper:1"):
         with pytest.raises(SubsetError) as info:
             parse_subset(bad)
         assert "--trajectories" in str(info.value) and "\n" not in str(info.value)
@@ -189,17 +266,25 @@ def _png_size(path):
     return struct.unpack(">II", data[16:24])
 
 
-def test_sft_report_with_figure_15(sft_outcomes, tmp_path):
+def test_sft_report_and_figure_15(sft_outcomes, adapt_db, tmp_path):
     steps = []
-    paths = build_sft_report(sft_outcomes, tmp_path, "sft", FIRST12, on_step=steps.append)
+    paths = build_sft_report(sft_outcomes, tmp_path / "sft", "sft", PAPER, on_step=steps.append)
     assert [p.name for p in paths] == ["report.md", "report.html", FIGURE15] and steps == ["tables", FIGURE15, "write"]
-    w, h = _png_size(tmp_path / FIGURE15)
-    assert w >= 600 and h >= 400
-    md = (tmp_path / "report.md").read_text()
-    assert "Trajectory subset: first:12 (40 runs with 12 trajectories; 3837 turns)" in md
-    assert "| Qwen3.6-27B-s6 | 478 | 0 | 2,619 | 3,803 | 8,671 |" in md  # Figure 15's numbers
-    summary = {s.group: s for s in summarize(lengths_by_model(FIRST12.select(sft_outcomes)))}
-    assert summary["Qwen3.6-27B"].median == 2581.5 and summary["Qwen3.6-27B-s5"].median == 26589
+    md = (tmp_path / "sft" / "report.md").read_text()
+    assert "Trajectory subset: paper (40 runs with 12 trajectories; 3838 turns)" in md
+    assert "### Table 8: SFT models vs base" in md and "### Table 9: SFT models vs base" in md
+    with Warehouse(adapt_db, read_only=True) as wh:
+        fig15 = Q.turn_outcomes(wh, Q.select_runs(wh, PUBLISHED_FIGURE15_RUNS))
+    paths = build_reasoning_report(fig15, tmp_path / "f15", "f15", PAPER)
+    w, h = _png_size(tmp_path / "f15" / FIGURE15)
+    assert w >= 1200 and h >= 600  # six panels: five problems and all problems
+    median = {(s.group, s.panel): s.median for s in summarize(lengths_by_problem(PAPER.select(fig15)))}
+    # the paper's reading of Figure 15: s3 lengthens backward-attention reasoning relative to s0, GEMM stays similar
+    assert median[("Qwen3.6-27B-s0", "mha_bwd_d128_causal")] == 7200 < median[("Qwen3.6-27B-s3", "mha_bwd_d128_causal")]
+    assert (median[("Qwen3.6-27B-s0", "gemm_n7168_k5120")], median[("Qwen3.6-27B-s3", "gemm_n7168_k5120")]) == (21467, 24928.5)
+    assert median[("Qwen3.6-27B", ALL_PROBLEMS)] == 2723 and median[("Gemini 3.1 Pro", ALL_PROBLEMS)] == 29834.5
+    table = paths[0].read_text()
+    assert "| Qwen3.6-27B-s3 | 480 | 0 | 43,919 | 24,928 | 22,126 | 28,872 | 23,820 | 21,744 | 24,049 |" in table
     with pytest.raises(ReportError, match="selects no turns"):
         build_sft_report(sft_outcomes, tmp_path, "x", parse_subset("variants:nope"))
 
@@ -250,6 +335,8 @@ def test_cli_reports_and_one_line_errors(adapt_db, tmp_path):
     assert r.stdout.split() == [str(tmp_path / "sft" / n) for n in ("report.md", "report.html", FIGURE15)]
     r = runner.invoke(app, ["report", "retrieval", "--published", "--db", str(adapt_db), "--out", str(tmp_path / "t4")])
     assert r.exit_code == 0 and "notes+fixed (ORACLE)" in (tmp_path / "t4" / "report.md").read_text()
+    r = runner.invoke(app, ["report", "reasoning", "--published", "--db", str(adapt_db), "--out", str(tmp_path / "f")])
+    assert r.exit_code == 0 and (tmp_path / "f" / FIGURE15).is_file()
     r = runner.invoke(app, ["report", "sft", "2026-0624-1022-*", "--db", str(adapt_db), "--out", str(tmp_path / "s0"),
                             "--trajectories", "all"])
     assert r.exit_code == 0 and "Trajectory subset: all (5 runs with 20 trajectories" in (
@@ -302,7 +389,7 @@ def test_conditions_recorded_by_our_own_campaigns(tmp_path):
 def test_full_published_file_gives_the_same_tables(full_db, sft_outcomes):
     with Warehouse(full_db, read_only=True) as wh:
         full = Q.turn_outcomes(wh, Q.select_runs(wh, published_sft_runs()))
-    assert sft_tables(FIRST12.select(full)) == sft_tables(FIRST12.select(sft_outcomes))
+    assert sft_tables(PAPER.select(full)) == sft_tables(PAPER.select(sft_outcomes))
 
 
 def test_table_10_reads_the_data_engines_manifest_layout(tmp_path):
