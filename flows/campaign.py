@@ -42,6 +42,7 @@ from .artifacts import ProgressArtifact, publish_headline, publish_progress
 from .limits import ensure_limits, wanted_limits
 from .preflight import preflight_run
 from .replay import make_clients, register_warehouse_replays
+from .retrieval import campaign_augmenter, file_notes
 from .runtime import CampaignRuntime, register_runtime, unregister_runtime
 from .tracking import MlflowTracker, default_tracking_uri, experiment_name
 from .trajectory import run_trajectory
@@ -238,12 +239,14 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
     for warning in preflight_run(config, wh_path, config_path, text).warnings:  # nothing is created before this passes
         log.warning(warning)
     plans = plan_campaign(config)
+    notes = file_notes(config, config_path)  # a bad notes file is refused before anything is written
     ensure_limits(wanted_limits(config, plans))
     uri, artifact_root = tracking_uri(config)
     plan_by_id = {p.trajectory_id: p for p in plans}
     writer = RecordWriter(wh_path, lambda: MlflowTracker(uri, config.id, artifact_root), plan_by_id).start()
     key = f"{config.id}:{uuid.uuid4().hex[:8]}"
     try:
+        augmenter = campaign_augmenter(config, notes, writer)
         recorded, trajectories = writer.call(lambda wh, tr: _open_campaign(config, text, wh, tr))
         added = writer.reconcile_mlflow()
         if added:
@@ -251,7 +254,7 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
         judges = select_judges(config, profilers, judge_plugin)
         register_warehouse_replays(config, writer, wh_path)
         runtime = CampaignRuntime(config=config, writer=writer, clients=make_clients(config), judges=judges,
-                                  recorded=recorded, trajectories=trajectories)
+                                  recorded=recorded, trajectories=trajectories, augmenter=augmenter)
         register_runtime(key, runtime)
         progress = _Progress(plans, recorded)
         writer.listeners.append(progress.on_turn)

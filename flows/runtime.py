@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ptxcore.agent import CampaignConfig, TrajectoryPlan
-from ptxcore.agent.types import LLMClient
+from ptxcore.agent.types import FeedbackAugmenter, LLMClient
 from ptxcore.judge import JudgeBackend
 from ptxcore.schema import TrajectoryRecord, TurnRecord
 
@@ -61,6 +61,8 @@ class CampaignRuntime:
     """Trajectory records written before this run, by trajectory id."""
     prompt_builder: PromptBuilder = assembled_prompt
     """How a plan's system and user messages are built."""
+    augmenter: FeedbackAugmenter | None = None
+    """Repair retrieval added to failing turns' feedback (the campaign's `repair_retrieval`), if any."""
 
 
 _RUNTIMES: dict[str, CampaignRuntime] = {}

@@ -93,7 +93,8 @@ def trajectory_flow(plan: TrajectoryPlan, runtime_key: str) -> TrajectoryRecord:
     runtime = get_runtime(runtime_key)
     prompt = runtime.prompt_builder(plan)
     prior = [PriorTurn.from_record(r) for r in runtime.recorded.get(plan.trajectory_id, [])]
-    agent = MiniPTXAgent(TaskLLM(runtime.clients[plan.model.name], plan), TaskEvaluator(runtime, plan), plan.agent)
+    agent = MiniPTXAgent(TaskLLM(runtime.clients[plan.model.name], plan), TaskEvaluator(runtime, plan), plan.agent,
+                         augmenter=runtime.augmenter)
     runtime.writer.record_trajectory(_final(plan, runtime, num_turns=len(prior)))
     done = list(prior)
 

@@ -176,12 +176,14 @@ def validate_command(config: str = typer.Argument(DEFAULT_CONFIG, help="Campaign
     providers. An API key variable (api_key_env) that is not set here is a warning: `campaign run` refuses
     to start without it. Warnings go to stderr and leave the exit code 0.
     """
+    from flows.retrieval import file_notes
     from ptxcore.agent import load_campaign
     from ptxcore.agent.preflight import preflight
 
     try:
         cfg, text = load_campaign(config)
         report = preflight(cfg, keys_required=False, where=config, text=text)
+        file_notes(cfg, config)  # a repair_retrieval notes file is checked too (path, JSON, records)
     except _config_errors() as exc:
         raise UserError(str(exc)) from exc
     g = report.grid

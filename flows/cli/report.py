@@ -8,6 +8,7 @@ import typer
 from typer.core import TyperGroup
 
 from .errors import UserError, one_line_errors
+from .report_adapt import register as register_adapt_reports
 from .warehouse import DB_OPTION, open_warehouse, warehouse_errors
 
 
@@ -22,6 +23,7 @@ class _DefaultToBuild(TyperGroup):
 
 app = typer.Typer(cls=_DefaultToBuild, no_args_is_help=True,
                   help="Reports: `ptxbench report CAMPAIGN... --db FILE --out DIR`, or `report turn-metrics`.")
+register_adapt_reports(app)  # report sft | retrieval | recipes (Tables 8, 9, 4, 10; Figure 15)
 
 
 @app.command("build")

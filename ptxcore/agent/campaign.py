@@ -16,6 +16,7 @@ from pydantic import AfterValidator, Field, ValidationError, field_validator, mo
 from ptxcore.arch import UnknownArchitectureError, get_architecture
 from ptxcore.schema import CampaignLanguage, FrozenModel, Language
 
+from .retrieval_spec import RepairRetrievalSpec
 from .types import MAX_MODEL_CALLS, ContextPolicy
 from .yamlfile import YamlModelError, load_yaml_model, parse_yaml_model, read_yaml_text
 
@@ -187,6 +188,8 @@ class CampaignConfig(FrozenModel):
     """DuckDB file; default runs/<campaign_id>/warehouse.duckdb."""
     mlflow_tracking_uri: str | None = None
     """MLflow store; default sqlite under mlruns/ (absolute path)."""
+    repair_retrieval: RepairRetrievalSpec | None = None
+    """Repair-notes retrieval appended to failing turns' feedback (Table 4 conditions); None: plain feedback."""
 
     @field_validator("architectures")
     @classmethod

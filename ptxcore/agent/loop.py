@@ -1,8 +1,9 @@
 """MiniPTXAgent: the paper's multi-turn loop, with no I/O of its own.
 
 Each turn: (stop checks) -> model call -> extract one kernel -> evaluate (compile + judge) -> feedback.
-The model client, the evaluator and the turn observer are passed in; everything here is pure
-bookkeeping, so the Prefect flow, the tests and a plain script drive the same loop.
+The model client, the evaluator, the turn observer and an optional feedback augmenter (repair retrieval)
+are passed in; everything here is pure bookkeeping, so the Prefect flow, the tests and a plain script
+drive the same loop.
 
 Stop rules, checked before every model call:
   * a correct turn reached the target speedup          -> TARGET_REACHED
@@ -28,6 +29,7 @@ from .types import (
     CallContext,
     ContextOverflowError,
     Evaluator,
+    FeedbackAugmenter,
     LLMClient,
     TrajectoryResult,
     TurnEvaluation,
@@ -82,10 +84,12 @@ class AgentState(FrozenModel):
 class MiniPTXAgent:
     """Runs (or resumes) one trajectory."""
 
-    def __init__(self, llm: LLMClient, evaluator: Evaluator, config: AgentConfig | None = None) -> None:
+    def __init__(self, llm: LLMClient, evaluator: Evaluator, config: AgentConfig | None = None,
+                 augmenter: FeedbackAugmenter | None = None) -> None:
         self.llm = llm
         self.evaluator = evaluator
         self.config = config or AgentConfig()
+        self.augmenter = augmenter
 
     def stop_reason(self, state: AgentState) -> StopReason | None:
         """Why no further call may be made, before looking at the context window."""
@@ -118,7 +122,13 @@ class MiniPTXAgent:
         else:
             evaluation = self.evaluator.evaluate(extraction.code or "", ctx)
             feedback = format_feedback(evaluation, ctx.arch)
-        return TurnOutcome(turn=turn, reply=reply, extraction=extraction, evaluation=evaluation, feedback=feedback)
+        augmentation = None
+        if self.augmenter is not None:
+            added = self.augmenter.augment(extraction.code, evaluation, ctx)
+            feedback = f"{feedback}\n{added.text}" if added.text else feedback
+            augmentation = added.record
+        return TurnOutcome(turn=turn, reply=reply, extraction=extraction, evaluation=evaluation, feedback=feedback,
+                           augmentation=augmentation)
 
     def run(
         self,

@@ -26,7 +26,7 @@ def turn_record(plan: TrajectoryPlan, outcome: TurnOutcome, prompt_sha256: str) 
         response_text=outcome.reply.text, reasoning_text=outcome.reply.reasoning, usage=outcome.reply.usage,
         status=ev.status, target_instruction=ev.target_instruction, speedup=ev.speedup,
         feedback=outcome.feedback, compile=ev.compile, judge=ev.judge, environment=ev.environment,
-        created_at=now_iso(),
+        created_at=now_iso(), augmentation=outcome.augmentation,
     )
 
 

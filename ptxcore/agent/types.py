@@ -1,7 +1,7 @@
 """Value types of the agent loop: configuration, model replies, turn evaluations and outcomes.
 
 The loop talks to the outside world only through the two protocols at the bottom (`LLMClient`,
-`Evaluator`) and an optional `TurnObserver`; fakes of all three live in the tests.
+`Evaluator`), an optional `TurnObserver` and an optional `FeedbackAugmenter`; fakes live in the tests.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ptxcore.schema import (
     CompileResult,
     EnvironmentInfo,
     EvaluationStatus,
+    FeedbackAugmentation,
     FrozenModel,
     JudgeResult,
     Language,
@@ -137,6 +138,17 @@ class TurnOutcome(FrozenModel):
     """Verdict of the extracted kernel (EXTRACTION_ERROR when there was none)."""
     feedback: str
     """The message sent back to the model."""
+    augmentation: FeedbackAugmentation | None = None
+    """What the feedback augmenter added (None when the loop has none)."""
+
+
+class AugmentedFeedback(FrozenModel):
+    """A feedback augmenter's answer for one turn."""
+
+    text: str = ""
+    """Appended to the turn's feedback (after a newline) when not empty."""
+    record: FeedbackAugmentation
+    """What was added and why (recorded with the turn)."""
 
 
 class TrajectoryResult(FrozenModel):
@@ -170,6 +182,13 @@ class Evaluator(Protocol):
     """Compiles and judges one kernel. A bad kernel is a returned verdict; infrastructure failure raises."""
 
     def evaluate(self, source: str, context: CallContext) -> TurnEvaluation: ...
+
+
+class FeedbackAugmenter(Protocol):
+    """Adds to a turn's feedback (repair retrieval). Pure: an in-memory index, no I/O; may not raise for a
+    bad kernel (the kernel is the query, never executed)."""
+
+    def augment(self, kernel: str | None, evaluation: TurnEvaluation, context: CallContext) -> AugmentedFeedback: ...
 
 
 class TurnObserver(Protocol):

@@ -1,5 +1,12 @@
 """Schema: FlashInfer-Trace compatible models plus our records. Imports nothing of ours."""
 
+from .augmentation import (
+    AugmentationStatus,
+    FeedbackAugmentation,
+    ItemKind,
+    RetrievalCondition,
+    RetrievedItem,
+)
 from .base import SCHEMA_VERSION, FrozenModel
 from .campaign import CampaignRecord, StopReason, TrajectoryRecord
 from .definition import AxisConst, AxisVar, Definition, TensorSpec
@@ -41,4 +48,5 @@ __all__ = [
     "LLMUsage", "PtxasResources", "RecordedVerdict", "SanitizerSummary", "SassReport", "TargetInstructionEvidence",
     "TurnRecord", "BuildSpec", "SourceFile", "Solution", "Correctness", "Environment",
     "Evaluation", "Performance", "Trace", "RandomInput", "SafetensorsInput", "ScalarInput", "Workload",
+    "AugmentationStatus", "FeedbackAugmentation", "ItemKind", "RetrievalCondition", "RetrievedItem",
 ]

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
+from .augmentation import FeedbackAugmentation
 from .base import SCHEMA_VERSION, FrozenModel
 from .enums import CompileStatus, EvaluationStatus, StaticTarget, TargetInstruction
 from .migrate import empty_to_none, migrate_correctness, migrate_environment
@@ -389,6 +390,8 @@ class TurnRecord(FrozenModel):
     """Where it was judged."""
     created_at: str = ""
     """ISO-8601 time."""
+    augmentation: FeedbackAugmentation | None = None
+    """What a feedback augmenter (repair retrieval) added to the feedback; None when none ran."""
 
     _empty = field_validator("gpu", mode="before")(empty_to_none)
 

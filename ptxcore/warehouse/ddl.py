@@ -166,6 +166,39 @@ TABLES: dict[str, str] = {
             performance_score DOUBLE,
             PRIMARY KEY (campaign_id, trajectory_id, turn)
         )""",
+    "turn_augmentations": """
+        CREATE TABLE IF NOT EXISTS turn_augmentations (
+            campaign_id VARCHAR NOT NULL,
+            trajectory_id VARCHAR NOT NULL,
+            turn INTEGER NOT NULL,
+            condition VARCHAR,
+            status VARCHAR,
+            source VARCHAR,
+            source_sha256 VARCHAR,
+            n_groups INTEGER,
+            n_notes INTEGER,
+            n_fixed_kernels INTEGER,
+            appended_chars BIGINT,
+            items_json VARCHAR,
+            raw_json VARCHAR,
+            PRIMARY KEY (campaign_id, trajectory_id, turn)
+        )""",
+    "repair_notes": """
+        CREATE TABLE IF NOT EXISTS repair_notes (
+            collection_id VARCHAR NOT NULL,
+            pair_id VARCHAR NOT NULL,
+            problem VARCHAR,
+            arch VARCHAR,
+            prompt_variant VARCHAR,
+            wrong_sha256 VARCHAR,
+            fixed_sha256 VARCHAR,
+            fixed_speedup DOUBLE,
+            n_notes INTEGER,
+            teacher_model VARCHAR,
+            record_sha256 VARCHAR,
+            raw_json VARCHAR,
+            PRIMARY KEY (collection_id, pair_id)
+        )""",
     "fi_definitions": """
         CREATE TABLE IF NOT EXISTS fi_definitions (
             name VARCHAR PRIMARY KEY,

@@ -14,6 +14,8 @@ from ptxcore.schema import (
     CampaignRecord,
     CompileResult,
     EnvironmentInfo,
+    FeedbackAugmentation,
+    ItemKind,
     JudgeResult,
     LLMUsage,
     TrajectoryRecord,
@@ -98,6 +100,18 @@ def evidence_row(rec: TurnRecord, judge: JudgeResult) -> dict[str, Any]:
     }
 
 
+def augmentation_row(rec: TurnRecord, aug: FeedbackAugmentation) -> dict[str, Any]:
+    """The `turn_augmentations` row: the retrieval condition of the turn and what was shown."""
+    count = {kind: sum(i.kind is kind for i in aug.items) for kind in ItemKind}
+    return {
+        "campaign_id": rec.campaign_id, "trajectory_id": rec.trajectory_id, "turn": rec.turn,
+        "condition": aug.condition.value, "status": aug.status.value, "source": aug.source,
+        "source_sha256": aug.source_sha256, "n_groups": count[ItemKind.GROUP], "n_notes": count[ItemKind.NOTE],
+        "n_fixed_kernels": count[ItemKind.FIXED_KERNEL], "appended_chars": aug.appended_chars,
+        "items_json": json.dumps([i.model_dump(mode="json") for i in aug.items]), "raw_json": aug.model_dump_json(),
+    }
+
+
 def turn_from_row(row: dict[str, Any]) -> TurnRecord:
     """Rebuild a TurnRecord from a `turns` row joined with kernel text, judge JSON and environment JSON."""
     usage = LLMUsage(
@@ -117,6 +131,8 @@ def turn_from_row(row: dict[str, Any]) -> TurnRecord:
         judge=JudgeResult.model_validate_json(row["judge_json"]) if row["judge_json"] else None,
         environment=EnvironmentInfo.model_validate_json(row["environment_json"]),
         created_at=row["created_at"],
+        augmentation=FeedbackAugmentation.model_validate_json(row["augmentation_json"])
+        if row.get("augmentation_json") else None,
     )
 
 

@@ -31,7 +31,8 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "campaigns": ("campaign_id",),
     "trajectories": ("campaign_id", "trajectory_id"),
     "turns": TURN_KEY, "evaluations": TURN_KEY, "target_evidence": TURN_KEY,
-    "ptxbench_source_turns": TURN_KEY,
+    "ptxbench_source_turns": TURN_KEY, "turn_augmentations": TURN_KEY,
+    "repair_notes": ("collection_id", "pair_id"),
     "kernels": ("sha256",), "environments": ("sha256",),
     "reference_latencies": ("definition", "workload_uuid", "gpu", "driver"),
     "fi_definitions": ("name",), "fi_workloads": ("definition", "uuid"), "fi_solutions": ("name",),
@@ -193,7 +194,7 @@ class Warehouse:
         return len(unique)
 
     def _write_turns(self, records: list[TurnRecord]) -> None:
-        envs, kernels, turns, evals, evidence = [], [], [], [], []
+        envs, kernels, turns, evals, evidence, augmented = [], [], [], [], [], []
         env_rows: dict[int, dict[str, Any]] = {}  # by object id: records often share one environment
         for rec in records:
             env = env_rows.get(id(rec.environment))
@@ -209,12 +210,15 @@ class Warehouse:
                 envs.append(jenv)
                 evals.append(R.evaluation_row(rec, rec.judge, jenv["sha256"]))
                 evidence.append(R.evidence_row(rec, rec.judge))
+            if rec.augmentation is not None:
+                augmented.append(R.augmentation_row(rec, rec.augmentation))
         keys = [r.key for r in records]
         self._insert_missing("environments", envs)
         self._insert_missing("kernels", kernels)
         self._replace("turns", turns)
         self._replace("evaluations", evals, delete_keys=keys)
         self._replace("target_evidence", evidence, delete_keys=keys)
+        self._replace("turn_augmentations", augmented, delete_keys=keys)
 
     def recorded_turn_keys(self, campaign_id: str) -> set[tuple[str, str, int]]:
         with self._lock:
@@ -226,10 +230,12 @@ class Warehouse:
     def turns(self, campaign_id: str, trajectory_id: str | None = None) -> list[TurnRecord]:
         """Turn records of a campaign (optionally one trajectory), ordered by trajectory and turn."""
         query = """
-            SELECT t.*, k.text AS kernel_text, e.raw_json AS judge_json, env.raw_json AS environment_json
+            SELECT t.*, k.text AS kernel_text, e.raw_json AS judge_json, env.raw_json AS environment_json,
+                   {augmentation} AS augmentation_json
             FROM turns t
             LEFT JOIN kernels k ON k.sha256 = t.kernel_key
             LEFT JOIN evaluations e USING (campaign_id, trajectory_id, turn)
+            {augmentation_join}
             LEFT JOIN environments env ON env.sha256 = t.environment_sha256
             WHERE t.campaign_id = ? {extra}
             ORDER BY t.trajectory_id, t.turn"""
@@ -237,7 +243,16 @@ class Warehouse:
         extra = ""
         if trajectory_id is not None:
             extra, params = "AND t.trajectory_id = ?", [campaign_id, trajectory_id]
-        return [R.turn_from_row(r) for r in self._dicts(query.format(extra=extra), params)]
+        aug = self.has_table("turn_augmentations")  # a read-only warehouse from before the table existed lacks it
+        query = query.format(extra=extra, augmentation="a.raw_json" if aug else "NULL",
+                             augmentation_join="LEFT JOIN turn_augmentations a USING (campaign_id, trajectory_id, turn)"
+                             if aug else "")
+        return [R.turn_from_row(r) for r in self._dicts(query, params)]
+
+    def has_table(self, name: str) -> bool:
+        """Whether the file holds the table (read-only files written by an older version may not)."""
+        rows = self._dicts("SELECT count(*) AS n FROM information_schema.tables WHERE table_name = ?", [name])
+        return bool(rows[0]["n"])
 
     def kernel_text(self, sha256: str) -> str | None:
         rows = self._dicts("SELECT text FROM kernels WHERE sha256 = ?", [sha256])

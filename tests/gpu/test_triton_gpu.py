@@ -98,7 +98,6 @@ def scratch(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("problem,file", SOLUTIONS, ids=[f"{p}/{f}" for p, f in SOLUTIONS])
 def test_solution_correct_fast_and_on_target(problem, file, scratch):
     import triton.testing
-
     from ptxcore.gpu.baselines import get_baseline
 
     case = Case(problem, SOL / problem / file, scratch / f"{problem}-{file}")
