@@ -6,6 +6,8 @@ them are what SQL queries use.
 
 from __future__ import annotations
 
+from .adapt_ddl import ADAPT_TABLES
+
 WAREHOUSE_SCHEMA_VERSION = 1
 """Version of the table layout below (stored in `warehouse_meta`)."""
 
@@ -201,6 +203,7 @@ TABLES: dict[str, str] = {
             timestamp VARCHAR,
             raw_json VARCHAR
         )""",
+    **ADAPT_TABLES,
 }
 """Every table, by name, in creation order."""
 
