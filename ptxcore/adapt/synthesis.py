@@ -53,7 +53,11 @@ def _request(pair: PairRecord, index: TurnIndex) -> tuple[list[dict[str, str]], 
 
 
 def _context(pair: PairRecord, attempt: int) -> CallContext:
-    return CallContext(problem=pair.problem, arch=pair.arch, prompt_variant=pair.prompt_variant, turn=attempt)
+    """turn = attempt; trajectory_index = the wrong turn's index (Fixit), so a replay library can serve a
+    monologue per failing turn."""
+    index = pair.source.turn if pair.template is Template.FIXIT else 0
+    return CallContext(problem=pair.problem, arch=pair.arch, prompt_variant=pair.prompt_variant,
+                       trajectory_index=index, turn=attempt)
 
 
 def row_inputs(ctx: BuildContext, pair: PairRecord, index: TurnIndex, reasoning: ReasoningRecord) -> RowInputs:
