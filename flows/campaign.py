@@ -38,7 +38,7 @@ from tasks.judge import JudgeBackend, NoGpuJudge, select_judge
 from .artifacts import ProgressArtifact, publish_headline, publish_progress
 from .limits import ensure_limits, wanted_limits
 from .replay import make_clients, register_warehouse_replays
-from .runtime import CampaignRuntime, register_runtime, unregister_runtime
+from .runtime import CampaignRuntime, PromptBuilder, assembled_prompt, register_runtime, unregister_runtime
 from .tracking import MlflowTracker, default_tracking_uri, experiment_name
 from .trajectory import run_trajectory
 from .writer import RecordWriter
@@ -232,7 +232,13 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
     turns (a smaller budget for a quick run; the same id with more turns later extends it).
     """
     config, text = resolve_config(config_path, campaign_id, warehouse, profilers, mlflow_tracking_uri, turns)
-    plans = plan_campaign(config)
+    return run_campaign(config, text, plan_campaign(config), judge_plugin)
+
+
+def run_campaign(config: CampaignConfig, text: str, plans: list[TrajectoryPlan], judge_plugin: str | None = None,
+                 prompt_builder: PromptBuilder | None = None) -> CampaignSummary:
+    """Run (or resume) the given trajectories of a campaign inside the calling flow: limits, writer, judges,
+    fan-out, summary. `prompt_builder` overrides how a plan's messages are built (adapt's repair campaigns)."""
     ensure_limits(wanted_limits(config, plans))
     uri, artifact_root = tracking_uri(config)
     wh_path = warehouse_path(config)
@@ -247,7 +253,8 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
         judges = select_judges(config, judge_plugin or os.environ.get(JUDGE_PLUGIN_ENV))
         register_warehouse_replays(config, writer, wh_path)
         runtime = CampaignRuntime(config=config, writer=writer, clients=make_clients(config), judges=judges,
-                                  recorded=recorded, trajectories=trajectories)
+                                  recorded=recorded, trajectories=trajectories,
+                                  prompt_builder=prompt_builder or assembled_prompt)
         register_runtime(key, runtime)
         progress = _Progress(plans, recorded)
         writer.listeners.append(progress.on_turn)

@@ -29,8 +29,8 @@ from .store import AdaptStore
 class BuildContext(FrozenModel):
     """One build: the recipe it follows and where its rows live."""
 
-    build_id: str = Field(min_length=1)
-    """Build identity (the recipe name unless overridden); rerunning it resumes."""
+    build_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", max_length=100)
+    """Build identity (the recipe name unless overridden; letters, digits, '_', '-', '.'); rerunning it resumes."""
     recipe: Recipe
     """The recipe."""
     recipe_text: str

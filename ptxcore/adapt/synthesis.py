@@ -128,6 +128,11 @@ class ReasonBook:
                                   inputs.correct.kernel_text or "", target.max_chars))
         return jobs, hopeless
 
+    def accepted_pairs(self) -> int:
+        """Kept pairs that have an accepted monologue."""
+        done = _by_pair(self.store)
+        return sum(chosen_reasoning(done.get(pid, [])) is not None for pid in self.pairs)
+
     def record(self, job: SynthesisJob | None, record: ReasoningRecord, counter: TokenCounter | None = None) -> ReasoningRecord:
         """Store an answer; an accepted rewrite whose row still exceeds the budget is stored as OVER_BUDGET."""
         if record.kind is ReasoningKind.RESYNTHESIS and record.status is ACCEPTED and counter is not None:
