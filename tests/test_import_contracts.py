@@ -17,6 +17,7 @@ EXPECTED = [
     "torch and cupy only in ptxcore.gpu",
     "duckdb and pyarrow only in ptxcore.warehouse",
     "litellm only in ptxcore.agent",
+    "adapt imports no heavy library directly",
 ]
 
 
