@@ -38,7 +38,7 @@ def answer(code: str | None, closed: bool = True) -> str:
 def judge(problem: str, status: EvaluationStatus, target: TargetInstruction, speedup: float | None) -> JudgeResult:
     from ptxcore.schema import Performance
 
-    perf = None if speedup is None else Performance(latency_ms=1 / speedup, reference_latency_ms=1.0, speedup_factor=speedup)
+    perf = None if speedup is None else Performance(latency_ms=1 / max(speedup, 1e-3), reference_latency_ms=1.0, speedup_factor=speedup)
     return JudgeResult(status=status, definition=problem, arch="hopper", performance=perf,
                        target_instruction=TargetInstructionEvidence(status=target, tool="fake"),
                        environment=EnvironmentInfo(gpu_name=GPU, driver_version="580.0"))

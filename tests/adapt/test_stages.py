@@ -293,3 +293,52 @@ def test_rows_no_rewrite_can_save_are_recorded_and_dropped(wh, tmp_path):
     with pytest.raises(AdaptError, match=r"nothing to export \(over_max_tokens: 2, pair_target_not_executed: 1\)"):
         run_export(wh, tiny, tmp_path / "x", counter)
     assert not (tmp_path / "x" / "t-fixit.parquet").exists()
+
+
+KG = """\
+name: t-kg
+template: kernelgen
+selection:
+  source_campaigns: [gem]
+  problems: [{mha}]
+  prompt_variants: [hopper-pack]
+  source_turns: [0, 7]
+  per_problem_cap: null
+  balance: none
+synthesizer:
+  model: {{model: replay/adapt-synth-kernelgen}}
+export:
+  tokenizer: tiktoken:o200k_base
+"""
+
+
+def test_kernelgen_rows_from_correct_target_executing_turns(wh, tmp_path):
+    t = "gemini/hopper/hopper-pack/mha/0"
+    add_campaign(wh, "gem", [
+        turn("gem", t, 0, MHA, S.COMPILE_ERROR, model="gemini"),
+        turn("gem", t, 1, MHA, S.PASSED, model="gemini", speedup=0.3, target=TargetInstruction.ABSENT),
+        turn("gem", t, 2, MHA, S.PASSED, model="gemini", speedup=0.0, target=TargetInstruction.EXECUTED),
+        turn("gem", t, 3, MHA, S.PASSED, model="gemini", speedup=0.6, target=TargetInstruction.EXECUTED)])
+    text = KG.format(mha=MHA)
+    ctx = BuildContext(build_id="t-kg", recipe=parse_recipe(text), recipe_text=text, warehouse=str(wh.path))
+    summary = run_select(wh, ctx)
+    assert summary.selected == 1 and summary.outcomes == {"not_correct": 1, "target_not_executed": 1,
+                                                          "below_min_speedup": 1, "selected": 1}
+    with pytest.raises(AdaptError, match="no repair step"):
+        plan_repair(wh, ctx)
+    assert run_pairs(wh, ctx).pairs == 1
+    book = ReasonBook(wh, ctx)
+    for job in book.synthesis_jobs():
+        book.record(job, run_job(LiteLLMClient("replay/adapt-synth-kernelgen"), job, ctx.recipe.synthesizer,
+                                 "replay/adapt-synth-kernelgen", "now"))
+    counter, _ = resolve_counter("tiktoken:o200k_base")
+    out = run_export(wh, ctx, tmp_path / "kg", counter)
+    import pyarrow.parquet as pq
+
+    (row,) = pq.read_table(out.parquet).to_pylist()
+    src = wh.turns("gem", t)[3]
+    assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant"]
+    assert [m["step_loss_mask"] for m in row["messages"]] == [0, 0, 1]
+    assert row["messages"][2]["content"].endswith(src.response_text.strip())
+    assert row["messages"][2]["content"].startswith("<think>\n") and row["metadata"]["wrong_answer_sha256"] is None
+    assert row["metadata"]["source_turn"] == row["metadata"]["correct_turn"] == 3
