@@ -4,6 +4,9 @@ with a replay teacher through the campaign machinery -> Parquet; a rerun repeats
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import yaml
 
@@ -74,3 +77,8 @@ def test_adapt_build_flow_end_to_end_then_resume(flow_env, tmp_path):
     assert again.export.parquet_sha256 == first.export.parquet_sha256
     manifest = json.loads(open(first.export.manifest).read())
     assert manifest["inputs"]["campaigns"].keys() == {"adapt-src", "flow-fixit-repair"}
+    check = subprocess.run([sys.executable, "benchmarks/device/adapt_check.py", "--warehouse", str(wh_path),
+                            first.export.parquet], capture_output=True, text=True, timeout=300,
+                           cwd=Path(__file__).resolve().parents[2])
+    assert check.returncode == 0 and check.stdout.rstrip().endswith("OK"), check.stdout + check.stderr
+    assert "flow-fixit.parquet: 2 rows (datasets) / 2 (pyarrow)" in check.stdout
