@@ -166,7 +166,7 @@ def reason_step(ctx: BuildContext) -> ReasonSummary:
     ensure_limits({llm_tag(spec.model.model): spec.model.concurrency})
     counter, note = resolve_counter(ctx.recipe.export.tokenizer)
     if note:
-        log.warning("%s", note)
+        log.info("%s", note)
     with Warehouse(ctx.warehouse) as wh:
         book = ReasonBook(wh, ctx)
         records = _run_jobs(book.synthesis_jobs(), book, ctx, client, counter, "reason")
