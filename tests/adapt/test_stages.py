@@ -342,3 +342,17 @@ def test_kernelgen_rows_from_correct_target_executing_turns(wh, tmp_path):
     assert row["messages"][2]["content"].endswith(src.response_text.strip())
     assert row["messages"][2]["content"].startswith("<think>\n") and row["metadata"]["wrong_answer_sha256"] is None
     assert row["metadata"]["source_turn"] == row["metadata"]["correct_turn"] == 3
+
+
+def test_post_balance_caps_the_pairs_not_the_failures(wh, tmp_path):
+    add_campaign(wh, "src", source_turns())
+    text = RECIPE.format(mha=MHA, gemm=GEMM, budget=65536).replace("per_problem_cap: 2\n  balance: pre",
+                                                                     "per_problem_cap: 1\n  balance: post")
+    ctx = BuildContext(build_id="t-fixit", recipe=parse_recipe(text), recipe_text=text, warehouse=str(wh.path))
+    assert run_select(wh, ctx).selected == 4  # post-balanced: every qualifying failure is repaired
+    simulate_repairs(wh, ctx)
+    summary = run_pairs(wh, ctx)
+    assert summary.pairs == 1 and summary.statuses == {"kept": 1, "capped": 1, "target_not_executed": 1}
+    (kept,) = AdaptStore(wh, ctx.build_id).pairs(kept_only=True)
+    assert kept.error_type == "COMPILE_ERROR" and kept.source.turn == 0  # tie: the smaller stratum key
+    assert [(b.problem, b.available, b.kept) for b in summary.by_problem] == [(GEMM, 0, 0), (MHA, 2, 1)]
