@@ -43,7 +43,7 @@ from .limits import ensure_limits, wanted_limits
 from .preflight import preflight_run
 from .replay import make_clients, register_warehouse_replays
 from .retrieval import campaign_augmenter, file_notes
-from .runtime import CampaignRuntime, register_runtime, unregister_runtime
+from .runtime import CampaignRuntime, PromptBuilder, assembled_prompt, register_runtime, unregister_runtime
 from .tracking import MlflowTracker, default_tracking_uri, experiment_name
 from .trajectory import run_trajectory
 from .writer import RecordWriter
@@ -235,11 +235,19 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
     """
     config, text = resolve_config(config_path, campaign_id, warehouse, mlflow_tracking_uri=mlflow_tracking_uri,
                                   turns=turns)
-    wh_path = warehouse_path(config)
-    for warning in preflight_run(config, wh_path, config_path, text).warnings:  # nothing is created before this passes
-        log.warning(warning)
-    plans = plan_campaign(config)
+    for warning in preflight_run(config, warehouse_path(config), config_path, text).warnings:
+        log.warning(warning)  # nothing is created before this passes
     notes = file_notes(config, config_path)  # a bad notes file is refused before anything is written
+    return run_campaign(config, text, plan_campaign(config), judge_plugin, profilers=profilers, notes=notes)
+
+
+def run_campaign(config: CampaignConfig, text: str, plans: list[TrajectoryPlan], judge_plugin: str | None = None,
+                 prompt_builder: PromptBuilder | None = None, profilers: dict[str, str] | None = None,
+                 notes=None) -> CampaignSummary:  # noqa: ANN001 - repair-retrieval notes (flows.retrieval)
+    """Run (or resume) the given trajectories of a campaign inside the calling flow: limits, writer, judges,
+    fan-out, summary. `prompt_builder` overrides how a plan's messages are built (adapt's repair campaigns);
+    `profilers` are the command line's judge routes (arch -> route)."""
+    wh_path = warehouse_path(config)
     ensure_limits(wanted_limits(config, plans))
     uri, artifact_root = tracking_uri(config)
     plan_by_id = {p.trajectory_id: p for p in plans}
@@ -254,7 +262,8 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
         judges = select_judges(config, profilers, judge_plugin)
         register_warehouse_replays(config, writer, wh_path)
         runtime = CampaignRuntime(config=config, writer=writer, clients=make_clients(config), judges=judges,
-                                  recorded=recorded, trajectories=trajectories, augmenter=augmenter)
+                                  recorded=recorded, trajectories=trajectories, augmenter=augmenter,
+                                  prompt_builder=prompt_builder or assembled_prompt)
         register_runtime(key, runtime)
         progress = _Progress(plans, recorded)
         writer.listeners.append(progress.on_turn)

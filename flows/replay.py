@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ptxcore.agent import CampaignConfig, CampaignConfigError
+from ptxcore.agent import CampaignConfig, CampaignConfigError, ModelSpec
 from ptxcore.agent.llm import LiteLLMClient
 from ptxcore.agent.replay import WAREHOUSE_PREFIX, WarehouseReplay, register_source
 from ptxcore.agent.types import LLMClient
@@ -17,20 +17,20 @@ REPLAY_WAREHOUSE_ENV = "PTXBENCH_REPLAY_WAREHOUSE"
 """Warehouse holding the campaigns that `replay/warehouse:<campaign>` re-serves (default: the campaign's own)."""
 
 
+def make_client(spec: ModelSpec, where: str) -> LLMClient:
+    """A litellm client for one model spec; its API key comes from the environment variable the spec names."""
+    api_key = None
+    if spec.api_key_env:
+        api_key = os.environ.get(spec.api_key_env)
+        if not api_key:
+            raise CampaignConfigError(f"{where}.api_key_env: environment variable {spec.api_key_env} is not set")
+    return LiteLLMClient(spec.model, decoding=spec.decoding, api_base=spec.api_base, api_key=api_key,
+                         context_window_tokens=spec.context_window_tokens)
+
+
 def make_clients(config: CampaignConfig) -> dict[str, LLMClient]:
-    """One litellm client per model; an API key comes from the environment variable the file names."""
-    clients: dict[str, LLMClient] = {}
-    for i, spec in enumerate(config.models):
-        api_key = None
-        if spec.api_key_env:
-            api_key = os.environ.get(spec.api_key_env)
-            if not api_key:
-                raise CampaignConfigError(f"models.{i}.api_key_env: environment variable {spec.api_key_env} is not set")
-        clients[spec.name] = LiteLLMClient(
-            spec.model, decoding=spec.decoding, api_base=spec.api_base, api_key=api_key,
-            context_window_tokens=spec.context_window_tokens,
-        )
-    return clients
+    """One litellm client per model of the campaign."""
+    return {spec.name: make_client(spec, f"models.{i}") for i, spec in enumerate(config.models)}
 
 
 def _load(wh: Warehouse, source_id: str) -> WarehouseReplay:

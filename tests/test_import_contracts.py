@@ -23,6 +23,7 @@ EXPECTED = [
     "the candidate session stays light",
     "ptxcore.triton imports no heavy library and not ptxcore.gpu",
     "Triton child-side modules stay free of pydantic",
+    "adapt imports no heavy library directly",
 ]
 
 

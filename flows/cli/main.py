@@ -7,6 +7,7 @@ import os
 
 import typer
 
+from . import adapt as adapt_cmd
 from . import campaign as campaign_cmd
 from . import problems as problems_cmd
 from . import profiler as profiler_cmd
@@ -35,6 +36,7 @@ app.add_typer(report_cmd.app, name="report")
 app.command("sql")(sql_command)
 app.add_typer(campaign_cmd.app, name="campaign")
 app.command("worker")(worker_command)
+app.add_typer(adapt_cmd.app, name="adapt")
 
 
 @app.callback()

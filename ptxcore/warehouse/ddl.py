@@ -6,6 +6,7 @@ them are what SQL queries use.
 
 from __future__ import annotations
 
+from .adapt_ddl import ADAPT_TABLES
 from .invalidation import INVALIDATIONS_DDL
 
 WAREHOUSE_SCHEMA_VERSION = 1
@@ -237,6 +238,7 @@ TABLES: dict[str, str] = {
             raw_json VARCHAR
         )""",
     "invalidations": INVALIDATIONS_DDL,
+    **ADAPT_TABLES,
 }
 """Every table, by name, in creation order."""
 

@@ -19,6 +19,7 @@ import pyarrow as pa
 from ptxcore.schema import CampaignRecord, TrajectoryRecord, TurnRecord
 
 from . import rows as R
+from .adapt_ddl import ADAPT_KEYS
 from .ddl import TABLES, TURN_KEY, WAREHOUSE_SCHEMA_VERSION
 from .invalidation import InvalidationAction, InvalidationSummary, InvalidationTarget, apply_events
 from .views import create_views
@@ -37,6 +38,7 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "reference_latencies": ("definition", "workload_uuid", "gpu", "driver"),
     "fi_definitions": ("name",), "fi_workloads": ("definition", "uuid"), "fi_solutions": ("name",),
     "fi_traces": ("trace_sha256",), "invalidations": ("event_id",),
+    **ADAPT_KEYS,
 }
 """Primary key of every table (what an upsert replaces by)."""
 
@@ -152,6 +154,39 @@ class Warehouse:
         unique = list({tuple(r[c] for c in _KEYS[table]): r for r in rows}.values())  # last one wins
         self._write(self._replace, table, unique)
         return len(unique)
+
+    def _columns(self, table: str) -> list[str]:
+        if table not in _KEYS:
+            raise WarehouseError(f"unknown table {table}")
+        with self._lock:
+            return self._schema(table).names
+
+    def replace_where(self, table: str, match: dict[str, Any], rows: list[dict[str, Any]]) -> int:
+        """In one transaction: delete the rows of `table` whose columns equal `match`, insert `rows`."""
+        if not match or any(c not in self._columns(table) for c in match):
+            raise WarehouseError(f"cannot replace rows of {table} by {sorted(match)}")
+
+        def job() -> None:
+            cond = " AND ".join(f'"{c}" = ?' for c in match)
+            self._con.execute(f"DELETE FROM {table} WHERE {cond}", list(match.values()))
+            self._replace(table, list({tuple(r[c] for c in _KEYS[table]): r for r in rows}.values()))
+
+        self._write(job)
+        return len(rows)
+
+    def insert_missing(self, table: str, rows: list[dict[str, Any]]) -> None:
+        """Insert rows whose key is not there yet (content-addressed tables)."""
+        self._columns(table)
+        self._write(self._insert_missing, table, rows)
+
+    def rows(self, table: str, match: dict[str, Any], order_by: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """Rows of `table` whose columns equal `match`, as dicts (column names are checked, values bound)."""
+        columns = self._columns(table)
+        if any(c not in columns for c in [*match, *order_by]):
+            raise WarehouseError(f"cannot read {table} by {sorted([*match, *order_by])}")
+        cond = " AND ".join(f'"{c}" = ?' for c in match) or "TRUE"
+        order = " ORDER BY " + ", ".join(f'"{c}"' for c in order_by) if order_by else ""
+        return self._dicts(f"SELECT * FROM {table} WHERE {cond}{order}", list(match.values()))
 
     # -- campaigns and trajectories --------------------------------------------------------------
     def upsert_campaign(self, rec: CampaignRecord) -> None:

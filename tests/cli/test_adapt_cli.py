@@ -1,0 +1,59 @@
+"""`ptxbench adapt ...`: validate output and one-line errors (bad recipe key, unknown step or campaign, build id)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from flows.cli.main import app
+from ptxcore.schema import CampaignRecord
+from ptxcore.warehouse import Warehouse
+
+REPO = Path(__file__).resolve().parents[2]
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def _one_line_error(result, *parts: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in result.output, result.output
+    for part in parts:
+        assert part in lines[0], lines[0]
+
+
+def test_validate_shows_what_a_recipe_selects():
+    r = invoke("adapt", "validate", str(REPO / "campaigns" / "adapt" / "s5.yaml"))
+    assert r.exit_code == 0, r.output
+    assert "s5 (8ops-Pre-balanced): fixit, steps select, repair, pairs, reason, export" in r.output
+    assert "cap 33 per problem (pre-balanced), strata error_type, turn" in r.output
+    assert "teacher gemini/gemini-3.1-pro-preview: 5 turns, stop at speedup 0.15" in r.output
+
+
+def test_a_bad_recipe_key_names_the_key_and_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((REPO / "campaigns" / "adapt" / "s5.yaml").read_text().replace("  balance: pre\n",
+                                                                                  "  balance: pre\n  balanse: post\n"))
+    line = bad.read_text().splitlines().index("  balanse: post") + 1
+    _one_line_error(invoke("adapt", "validate", str(bad)), f"bad.yaml:{line}: selection.balanse: unknown key")
+    _one_line_error(invoke("adapt", "build", str(bad)), "selection.balanse: unknown key")
+
+
+def test_build_errors_before_any_work(tmp_path):
+    recipe = str(REPO / "campaigns" / "adapt" / "demo-kernelgen.yaml")
+    db = tmp_path / "w.duckdb"
+    _one_line_error(invoke("adapt", "build", recipe, "--warehouse", str(db)), "no warehouse at", "w.duckdb")
+    with Warehouse(db) as wh:
+        wh.upsert_campaign(CampaignRecord(campaign_id="other", name="other", config_yaml="", config_sha256=""))
+    _one_line_error(invoke("adapt", "build", recipe, "--warehouse", str(db)),
+                    "unknown campaign 'demo'", "(campaigns there: other)")
+    _one_line_error(invoke("adapt", "build", recipe, "--warehouse", str(db), "--steps", "select,fix"),
+                    "--steps: unknown step 'fix'")
+    _one_line_error(invoke("adapt", "build", recipe, "--warehouse", str(db), "--steps", "repair"),
+                    "a kernelgen recipe has no repair step")
+    _one_line_error(invoke("adapt", "build", recipe, "--warehouse", str(db), "--build-id", "../x"), "--build-id '../x'")
+    _one_line_error(invoke("adapt", "status", "nope", "--warehouse", str(db)), "no build 'nope'")
