@@ -23,5 +23,8 @@ def kernel_constants(path: Path) -> dict[str, int | bool | float]:
             py = re.sub(r"(\d)f\b", r"\1", py)
         else:
             py = py.replace("/", "//")
+        ternary = re.fullmatch(r"(.+?)\?(.+):(.+)", py)  # one `c ? a : b` (the head-dim padding rules)
+        if ternary:
+            py = f"({ternary.group(2)}) if ({ternary.group(1)}) else ({ternary.group(3)})"
         env[name] = eval(py, {"__builtins__": {}}, dict(env))  # noqa: S307 - arithmetic on our own constants
     return env
