@@ -272,4 +272,4 @@ def test_fa2_backward_model_matches_reference(D, causal):
     old = bwd_model(Q, K, V, fwd_out, dO, L, causal, name, {"tiles": 0, "split": 0, "tau": np.inf})
     for name_, g_, o_, w_ in zip(("dQ", "dK"), got[:2], old[:2], want[:2], strict=True):
         gain = np.max(np.abs(o_ - w_)) / np.max(np.abs(g_ - w_))
-        assert gain > (3 if D == 128 else 1), f"{name_}: lo products gain x{gain:.2f}
+        assert gain > (3 if D == 128 else 1), f"{name_}: lo products gain x{gain:.2f}"
