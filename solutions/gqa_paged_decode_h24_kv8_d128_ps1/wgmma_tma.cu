@@ -23,6 +23,10 @@
 //   * Work list: blockIdx.x enumerates the (sequence, tile) pairs on the device from qo_indptr (no host
 //     copy of the index arrays; causal sequences hand out their last, longest tiles first); blockIdx.y
 //     is the KV head. CTAs past the last tile exit at once.
+//   * Decode splits the keys of a sequence into chunks of kSplitKeys (split-KV, so that a long sequence
+//     is not one CTA's serial loop): a sequence of one chunk writes its output directly; otherwise each
+//     chunk writes its normalized partial output and base-2 LSE to a scratch slot (its work index) and
+//     gqa_merge combines them: lse = log2 sum 2^lse_c, out = sum 2^(lse_c - lse) out_c.
 // TVM-FFI ABI, destination-passing style; tensor maps encoded through the runtime's driver entry point.
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -56,9 +60,11 @@ constexpr int OFF_Q = 0;
 constexpr int OFF_K = OFF_Q + TILE_BYTES;
 constexpr int OFF_V = OFF_K + STAGES * TILE_BYTES;
 constexpr int OFF_BAR = OFF_V + STAGES * TILE_BYTES;
-constexpr int OFF_WORK = OFF_BAR + (1 + 3 * STAGES) * 8;  // the CTA's work item: 6 ints
-constexpr int SMEM_BYTES = OFF_WORK + 6 * 4 + 1024;     // + alignment slack
+constexpr int kWorkFields = 9;
+constexpr int OFF_WORK = OFF_BAR + (1 + 3 * STAGES) * 8;  // the CTA's work item: kWorkFields ints
+constexpr int SMEM_BYTES = OFF_WORK + kWorkFields * 4 + 1024;  // + alignment slack
 constexpr float kLog2e = 1.4426950408889634f;
+constexpr int kSplitKeys = kDecode ? 4 * BN : 1 << 30;  // keys per CTA (decode: split-KV chunks)
 static_assert(H % HKV == 0 && G <= 128, "query heads must be a multiple of the KV heads");
 
 // ---------------------------------------------------------------- PTX wrappers
@@ -130,40 +136,42 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[64], uint64_t desc_a, uint64
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-// D[64x128] += A[64x16] * B[16x128]: A from registers (4 x bf16x2), B from an MN-major descriptor.
-__device__ __forceinline__ void wgmma_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b) {
-  asm volatile(
-      "{\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
-}
-
-// D[64x64] += A[64x16] * B[16x64]: A from registers, B from an MN-major descriptor (one 64-column block).
-__device__ __forceinline__ void wgmma_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b) {
-  asm volatile(
-      "{\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, {%32, %33, %34, %35}, %36, 1, 1, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+// D[64 x 2N] += A[64x16] * B[16 x 2N] with N accumulators per thread (64: m64n128k16, 32: m64n64k16):
+// A from registers (4 x bf16x2), B from an MN-major descriptor.
+template <int N>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N], const uint32_t (&a)[4], uint64_t desc_b) {
+  static_assert(N == 64 || N == 32, "m64n128k16 or m64n64k16");
+  if constexpr (N == 64) {
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, {%64, %65, %66, %67}, %68, 1, 1, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+  } else {
+    asm volatile(
+        "{\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, {%32, %33, %34, %35}, %36, 1, 1, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+  }
 }
 
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
@@ -194,29 +202,41 @@ __device__ __forceinline__ void gather_row(uint32_t tile, const __nv_bfloat16* s
   }
 }
 
-// The CTA's work item, from the index arrays: which sequence, which token tile, and its bounds.
+// The CTA's work item, from the index arrays: which sequence, which token tile, its bounds and (decode)
+// which chunk [kv_begin, kv_stop) of the sequence's keys, of `parts` chunks.
 struct Work {
-  int seq, q_start, q_len, q0, kv_start, kv_len;
+  int seq, q_start, q_len, q0, kv_start, kv_len, kv_begin, kv_stop, parts;
 };
 
+// Work items of sequence b: token tiles (prefill) or key chunks (decode; at least one).
+__device__ __forceinline__ int work_items_of(const int* __restrict__ qo_indptr, const int* __restrict__ kv_indptr,
+                                             int b) {
+  if constexpr (kDecode) {
+    return max(1, (kv_indptr[b + 1] - kv_indptr[b] + kSplitKeys - 1) / kSplitKeys);
+  } else {
+    return (qo_indptr[b + 1] - qo_indptr[b] + TOK - 1) / TOK;
+  }
+}
+
 __device__ Work find_work(const int* __restrict__ qo_indptr, const int* __restrict__ kv_indptr, int batch) {
-  Work w{-1, 0, 0, 0, 0, 0};
+  Work w{-1, 0, 0, 0, 0, 0, 0, 0, 1};
   int first = 0;  // first work index of sequence b
   for (int b = 0; b < batch; ++b) {
-    const int q_start = kDecode ? b : qo_indptr[b];
-    const int q_len = kDecode ? 1 : qo_indptr[b + 1] - q_start;
-    const int tiles = (q_len + TOK - 1) / TOK;
-    if (static_cast<int>(blockIdx.x) < first + tiles) {
+    const int items = work_items_of(qo_indptr, kv_indptr, b);
+    if (static_cast<int>(blockIdx.x) < first + items) {
       const int i = blockIdx.x - first;
       w.seq = b;
-      w.q_start = q_start;
-      w.q_len = q_len;
-      w.q0 = (kCausal ? tiles - 1 - i : i) * TOK;  // causal: the longest rows first
+      w.q_start = kDecode ? b : qo_indptr[b];
+      w.q_len = kDecode ? 1 : qo_indptr[b + 1] - w.q_start;
+      w.q0 = kDecode ? 0 : (kCausal ? items - 1 - i : i) * TOK;  // causal: the longest rows first
       w.kv_start = kv_indptr[b];
       w.kv_len = kv_indptr[b + 1] - w.kv_start;
+      w.kv_begin = kDecode ? i * kSplitKeys : 0;
+      w.kv_stop = kDecode ? min(w.kv_len, w.kv_begin + kSplitKeys) : w.kv_len;
+      w.parts = kDecode ? items : 1;
       return w;
     }
-    first += tiles;
+    first += items;
   }
   return w;
 }
@@ -227,7 +247,8 @@ gqa_wgmma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant
                  const __grid_constant__ CUtensorMap tm_v, const __nv_bfloat16* __restrict__ k_cache,
                  const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ qo_indptr,
                  const int* __restrict__ kv_indptr, const int* __restrict__ kv_indices, int batch,
-                 __nv_bfloat16* __restrict__ out, float* __restrict__ lse, float scale_log2) {
+                 __nv_bfloat16* __restrict__ out, float* __restrict__ lse, float* __restrict__ part_o,
+                 float* __restrict__ part_lse, float scale_log2) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
   uint8_t* const smem = smem_raw + (base - smem_u32(smem_raw));
@@ -240,8 +261,9 @@ gqa_wgmma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant
 
   if (threadIdx.x == 0) {
     const Work w = find_work(qo_indptr, kv_indptr, batch);
-    const int fields[6] = {w.seq, w.q_start, w.q_len, w.q0, w.kv_start, w.kv_len};
-    for (int i = 0; i < 6; ++i) work[i] = fields[i];
+    const int fields[kWorkFields] = {w.seq,    w.q_start,  w.q_len,   w.q0,   w.kv_start,
+                                     w.kv_len, w.kv_begin, w.kv_stop, w.parts};
+    for (int i = 0; i < kWorkFields; ++i) work[i] = fields[i];
     mbar_init(bar_q, 1);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(bar_k + 8 * s, kPaged ? kProducerThreads : 1);
@@ -251,8 +273,9 @@ gqa_wgmma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   if constexpr (ROWS < BM) {  // rows past the last token of a tile: zeros (written before any wgmma reads)
-    for (int i = threadIdx.x; i < 2 * (BM - ROWS) * 8; i += kThreads) {
-      const int blk = i / ((BM - ROWS) * 8), rest = i % ((BM - ROWS) * 8);
+    constexpr int TAIL_CHUNKS = (ROWS < BM ? BM - ROWS : 1) * 8;  // 16-byte chunks per column block
+    for (int i = threadIdx.x; i < 2 * TAIL_CHUNKS; i += kThreads) {
+      const int blk = i / TAIL_CHUNKS, rest = i % TAIL_CHUNKS;
       const uint32_t addr = sQ + blk * HALF_BYTES + (ROWS + rest / 8) * 128 + (rest % 8) * 16;
       asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(addr), "r"(0) : "memory");
     }
@@ -261,10 +284,11 @@ gqa_wgmma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant
   __syncthreads();
   if (work[0] < 0) return;  // past the last tile (uniform over the CTA)
   const int q_start = work[1], q_len = work[2], q0 = work[3], kv_start = work[4], kv_len = work[5];
+  const int kv_begin = work[6], kv_stop = work[7], parts = work[8];  // keys [kv_begin, kv_stop) of the sequence
   const int kvh = blockIdx.y;
   const int shift = kCausal ? kv_len - q_len : 0;  // bottom-right alignment of the causal mask
-  const int kv_end = kCausal ? max(0, min(kv_len, q0 + TOK + shift)) : kv_len;
-  const int n_tiles = (kv_end + BN - 1) / BN;
+  const int kv_end = kCausal ? max(0, min(kv_len, q0 + TOK + shift)) : kv_stop;
+  const int n_tiles = (kv_end - kv_begin + BN - 1) / BN;
   const int warpgroup = threadIdx.x / 128;
 
   if (warpgroup == 0) {
@@ -279,11 +303,11 @@ gqa_wgmma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant
           const int s = j % STAGES;
           if (j >= STAGES) mbar_wait(bar_empty + 8 * s, ((j / STAGES) + 1) & 1);
           mbar_expect_tx(bar_k + 8 * s, TILE_BYTES);
-          tma_load_3d(sK + s * TILE_BYTES, &tm_k, bar_k + 8 * s, 0, kvh, kv_start + j * BN);
-          tma_load_3d(sK + s * TILE_BYTES + HALF_BYTES, &tm_k, bar_k + 8 * s, 64, kvh, kv_start + j * BN);
+          tma_load_3d(sK + s * TILE_BYTES, &tm_k, bar_k + 8 * s, 0, kvh, kv_start + kv_begin + j * BN);
+          tma_load_3d(sK + s * TILE_BYTES + HALF_BYTES, &tm_k, bar_k + 8 * s, 64, kvh, kv_start + kv_begin + j * BN);
           mbar_expect_tx(bar_v + 8 * s, TILE_BYTES);
-          tma_load_3d(sV + s * TILE_BYTES, &tm_v, bar_v + 8 * s, 0, kvh, kv_start + j * BN);
-          tma_load_3d(sV + s * TILE_BYTES + HALF_BYTES, &tm_v, bar_v + 8 * s, 64, kvh, kv_start + j * BN);
+          tma_load_3d(sV + s * TILE_BYTES, &tm_v, bar_v + 8 * s, 0, kvh, kv_start + kv_begin + j * BN);
+          tma_load_3d(sV + s * TILE_BYTES + HALF_BYTES, &tm_v, bar_v + 8 * s, 64, kvh, kv_start + kv_begin + j * BN);
         }
       }
     } else {
@@ -298,8 +322,8 @@ gqa_wgmma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant
       for (int j = 0; j < n_tiles; ++j) {
         const int s = j % STAGES;
         if (j >= STAGES) mbar_wait(bar_empty + 8 * s, ((j / STAGES) + 1) & 1);
-        const int key = j * BN + t;
-        const bool valid = key < kv_len;
+        const int key = kv_begin + j * BN + t;
+        const bool valid = key < kv_stop;
         const int64_t page = valid ? __ldg(kv_indices + kv_start + key) : 0;
         const int64_t row = (page * HKV + kvh) * D;  // page size 1: one token per page
         gather_row(sK + s * TILE_BYTES, k_cache + row, t, valid);
@@ -343,7 +367,7 @@ gqa_wgmma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant
   for (int j = 0; j < n_tiles; ++j) {
     const int s = j % STAGES;
     const uint32_t phase = (j / STAGES) & 1;
-    const int n0 = j * BN;
+    const int n0 = kv_begin + j * BN;
 
     // S = Q K^T (64 x 128 per warpgroup), 8 k-steps of 16 over D.
     float sc[64];
@@ -361,13 +385,13 @@ gqa_wgmma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant
     fence_acc(sc);
 
     // Scale to the log2 domain; mask keys past the sequence and, causal, keys after the row's diagonal.
-    const bool need_mask = (n0 + BN > kv_len) || (kCausal && n0 + BN - 1 > warp_q_min + shift);
+    const bool need_mask = (n0 + BN > kv_stop) || (kCausal && n0 + BN - 1 > warp_q_min + shift);
 #pragma unroll
     for (int i = 0; i < 64; ++i) {
       float x = sc[i] * scale_log2;
       if (need_mask) {
         const int key = n0 + 8 * (i / 4) + 2 * (lane % 4) + (i & 1);
-        if (key >= kv_len || (kCausal && key > q_pos[(i / 2) & 1] + shift)) x = -INFINITY;
+        if (key >= kv_stop || (kCausal && key > q_pos[(i / 2) & 1] + shift)) x = -INFINITY;
       }
       sc[i] = x;
     }
@@ -429,6 +453,15 @@ gqa_wgmma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant
       const bool empty = l == 0.f;  // no visible key: output 0, lse -inf
       const float inv = empty ? 0.f : 1.f / l;
       const int64_t qrow = static_cast<int64_t>(q_start + q0 + tok) * H + head;
+      if (kDecode && parts > 1) {  // one chunk of a split sequence: partial output and LSE to its slot
+        const int64_t slot = static_cast<int64_t>(blockIdx.x) * H + head;
+        float* dst = part_o + slot * D + 2 * (lane % 4);
+#pragma unroll
+        for (int c = 0; c < 16; ++c)
+          *reinterpret_cast<float2*>(dst + 8 * c) = make_float2(o[4 * c + 2 * r] * inv, o[4 * c + 2 * r + 1] * inv);
+        if (lane % 4 == 0) part_lse[slot] = empty ? -INFINITY : m_row[r] + log2f(l);
+        continue;
+      }
       __nv_bfloat16* dst = out + qrow * D + 2 * (lane % 4);
 #pragma unroll
       for (int c = 0; c < 16; ++c)
@@ -437,6 +470,36 @@ gqa_wgmma_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant
       if (lane % 4 == 0) lse[qrow] = empty ? -INFINITY : m_row[r] + log2f(l);
     }
   }
+}
+
+// Decode, sequences split into several chunks: merge the chunks' partial outputs (one CTA per sequence
+// and query head, thread = column). Sequences of one chunk were written by the main kernel.
+__global__ void __launch_bounds__(D)
+gqa_merge(const int* __restrict__ kv_indptr, const float* __restrict__ part_o, const float* __restrict__ part_lse,
+          __nv_bfloat16* __restrict__ out, float* __restrict__ lse) {
+  const int b = blockIdx.x, head = blockIdx.y, col = threadIdx.x;
+  int first = 0;
+  for (int i = 0; i < b; ++i) first += work_items_of(nullptr, kv_indptr, i);
+  const int parts = work_items_of(nullptr, kv_indptr, b);
+  if (parts == 1) return;
+  float m = -INFINITY;
+  for (int c = 0; c < parts; ++c) m = fmaxf(m, part_lse[static_cast<int64_t>(first + c) * H + head]);
+  const int64_t qrow = static_cast<int64_t>(b) * H + head;
+  if (m == -INFINITY) {  // no key in any chunk
+    out[qrow * D + col] = __float2bfloat16(0.f);
+    if (col == 0) lse[qrow] = -INFINITY;
+    return;
+  }
+  float sum = 0.f;
+  for (int c = 0; c < parts; ++c) sum += exp2f(part_lse[static_cast<int64_t>(first + c) * H + head] - m);
+  const float total = m + log2f(sum);
+  float acc = 0.f;
+  for (int c = 0; c < parts; ++c) {
+    const int64_t slot = static_cast<int64_t>(first + c) * H + head;
+    acc += exp2f(part_lse[slot] - total) * part_o[slot * D + col];
+  }
+  out[qrow * D + col] = __float2bfloat16(acc);
+  if (col == 0) lse[qrow] = total;
 }
 
 // ---------------------------------------------------------------- host side
@@ -484,8 +547,8 @@ void check_i32(const tvm::ffi::TensorView& x, const char* name) {
 
 // q [tokens, H, D]; k / v: [tokens, HKV, D] (ragged) or the page-size-1 caches; indices on the device.
 void launch(const tvm::ffi::TensorView& q, const tvm::ffi::TensorView& k, const tvm::ffi::TensorView& v,
-            const int* qo_indptr, const int* kv_indptr, const int* kv_indices, int batch, double sm_scale,
-            const tvm::ffi::TensorView& output, const tvm::ffi::TensorView& lse) {
+            const int* qo_indptr, const int* kv_indptr, const int* kv_indices, int batch, int64_t kv_total,
+            double sm_scale, const tvm::ffi::TensorView& output, const tvm::ffi::TensorView& lse) {
   TVM_FFI_CHECK(lse.dtype().code == kDLFloat && lse.dtype().bits == 32, TypeError) << "lse must be float32";
   const int64_t tokens = q.size(0);
   if (tokens == 0 || batch == 0) return;
@@ -497,14 +560,25 @@ void launch(const tvm::ffi::TensorView& q, const tvm::ffi::TensorView& k, const 
   cudaStream_t stream = static_cast<cudaStream_t>(TVMFFIEnvGetStream(q.device().device_type, q.device().device_id));
   cudaError_t err = cudaFuncSetAttribute(gqa_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
   if (err != cudaSuccess) TVM_FFI_THROW(RuntimeError) << "cudaFuncSetAttribute: " << cudaGetErrorString(err);
-  // Upper bound of the work list: sum over sequences of ceil(q_len / TOK) <= tokens / TOK + batch.
-  const int64_t work_items = kDecode ? batch : (tokens + TOK - 1) / TOK + batch;
+  // Upper bound of the work list: sum over sequences of ceil(q_len / TOK) <= tokens / TOK + batch
+  // (decode: of max(1, ceil(kv_len / kSplitKeys)) <= total keys / kSplitKeys + batch).
+  const int64_t work_items = kDecode ? kv_total / kSplitKeys + batch : (tokens + TOK - 1) / TOK + batch;
+  float* part_o = nullptr;  // decode: [work_items, H, D] partial outputs, then [work_items, H] partial LSEs
+  if constexpr (kDecode) {
+    err = cudaMallocAsync(reinterpret_cast<void**>(&part_o), work_items * H * (D + 1) * sizeof(float), stream);
+    if (err != cudaSuccess) TVM_FFI_THROW(RuntimeError) << "cudaMallocAsync: " << cudaGetErrorString(err);
+  }
+  float* part_lse = kDecode ? part_o + work_items * H * D : nullptr;
+  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(output.data_ptr());
+  float* lse_out = static_cast<float*>(lse.data_ptr());
   dim3 grid(static_cast<unsigned>(work_items), HKV);
   gqa_wgmma_kernel<<<grid, kThreads, SMEM_BYTES, stream>>>(
       tm_q, tm_k, tm_v, static_cast<const __nv_bfloat16*>(k.data_ptr()),
-      static_cast<const __nv_bfloat16*>(v.data_ptr()), qo_indptr, kv_indptr, kv_indices, batch,
-      static_cast<__nv_bfloat16*>(output.data_ptr()), static_cast<float*>(lse.data_ptr()), scale_log2);
+      static_cast<const __nv_bfloat16*>(v.data_ptr()), qo_indptr, kv_indptr, kv_indices, batch, out, lse_out,
+      part_o, part_lse, scale_log2);
+  gqa_merge<<<dim3(batch, H), D, 0, stream>>>(kv_indptr, part_o, part_lse, out, lse_out);
   err = cudaGetLastError();
+  if (kDecode) cudaFreeAsync(part_o, stream);
   if (err != cudaSuccess) TVM_FFI_THROW(RuntimeError) << "kernel launch: " << cudaGetErrorString(err);
 }
 
@@ -525,7 +599,8 @@ void run(tvm::ffi::TensorView q, tvm::ffi::TensorView k_cache, tvm::ffi::TensorV
   check_i32(kv_indices, "kv_indices");
   const int batch = static_cast<int>(kv_indptr.size(0)) - 1;
   TVM_FFI_CHECK(q.size(0) == batch, ValueError) << "q must hold one token per sequence";
-  launch(q, k_cache, v_cache, nullptr, cptr<int>(kv_indptr), cptr<int>(kv_indices), batch, sm_scale, output, lse);
+  launch(q, k_cache, v_cache, nullptr, cptr<int>(kv_indptr), cptr<int>(kv_indices), batch, kv_indices.size(0),
+         sm_scale, output, lse);
 }
 
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, run);

@@ -7,7 +7,7 @@ from pathlib import Path
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
 
-_CONSTEXPR = re.compile(r"^\s*constexpr\s+(int|bool|float)\s+(\w+)\s*=\s*([^;]+);", re.MULTILINE)
+_CONSTEXPR = re.compile(r"^constexpr\s+(int|bool|float)\s+(\w+)\s*=\s*([^;]+);", re.MULTILINE)
 
 
 def solution_path(problem: str, name: str) -> Path:

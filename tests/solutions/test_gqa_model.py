@@ -4,7 +4,8 @@ Ported from the kernel (solutions/templates/gqa_wgmma_tma.cu.in): the device-sid
 (find_work), the packed (token, group head) rows and the Q TMA box {64, G, TOK}, the zeroed tail rows,
 the ragged K/V TMA boxes and the paged cp.async gather (SWIZZLE_128B pattern written by hand), the
 bottom-right causal mask, the online softmax, the wgmma descriptors and the epilogue (base-2 LSE, empty
-rows). The reference is a numpy copy of the definitions' torch reference. The paged producer's
+rows) and, for decode, the split-KV chunks with their merge kernel. The reference is a numpy copy of
+the definitions' torch reference. The paged producer's
 cp.async / wait_group / arrive protocol is checked under random interleavings as well.
 """
 
@@ -67,17 +68,27 @@ def reference(q, k, v, qo_indptr, kv_indptr, kv_indices, sm_scale, causal):
 # ----------------------------------------------------------------------------- kernel port
 
 
+def work_items_of(C, qo_indptr, kv_indptr, b):
+    if C["kDecode"]:
+        return max(1, -(-(kv_indptr[b + 1] - kv_indptr[b]) // C["kSplitKeys"]))
+    return -(-(qo_indptr[b + 1] - qo_indptr[b]) // C["TOK"])
+
+
 def find_work(C, bx, qo_indptr, kv_indptr, batch):
-    first = 0
+    """Port of find_work(): (q_start, q_len, q0, kv_start, kv_len, kv_begin, kv_stop, parts) or None."""
+    first, dec = 0, C["kDecode"]
     for b in range(batch):
-        q_start = b if C["kDecode"] else qo_indptr[b]
-        q_len = 1 if C["kDecode"] else qo_indptr[b + 1] - q_start
-        tiles = -(-q_len // C["TOK"])
-        if bx < first + tiles:
+        items = work_items_of(C, qo_indptr, kv_indptr, b)
+        if bx < first + items:
             i = bx - first
-            q0 = ((tiles - 1 - i) if C["kCausal"] else i) * C["TOK"]
-            return q_start, q_len, q0, kv_indptr[b], kv_indptr[b + 1] - kv_indptr[b]
-        first += tiles
+            q_start = b if dec else qo_indptr[b]
+            q_len = 1 if dec else qo_indptr[b + 1] - q_start
+            q0 = 0 if dec else ((items - 1 - i) if C["kCausal"] else i) * C["TOK"]
+            kv_len = kv_indptr[b + 1] - kv_indptr[b]
+            kv_begin = i * C["kSplitKeys"] if dec else 0
+            kv_stop = min(kv_len, kv_begin + C["kSplitKeys"]) if dec else kv_len
+            return q_start, q_len, q0, kv_indptr[b], kv_len, kv_begin, kv_stop, items if dec else 1
+        first += items
     return None
 
 
@@ -90,24 +101,26 @@ def gather_row(smem, C, tile, src, row, valid, swizzle=True):
         smem.write(dst + 2 * np.arange(8), vals)
 
 
-def fill_kv(smem, C, s, j, k, v, kvh, kv_start, kv_len, kv_indices, swizzle=True):
+def fill_kv(smem, C, s, j, k, v, kvh, w, kv_indices, swizzle=True):
     """The producer's tile j into stage s: TMA boxes (ragged) or the cp.async gather (paged)."""
     tile, half = C["TILE_BYTES"], C["HALF_BYTES"]
+    kv_start, kv_begin, kv_stop = w[3], w[5], w[6]
     if not C["kPaged"]:
         for c in range(2):
             for off, x in ((C["OFF_K"], k), (C["OFF_V"], v)):
-                tma_load(smem, off + s * tile + c * half, x, (64 * c, kvh, kv_start + j * C["BN"]), (64, 1, 128))
+                row = kv_start + kv_begin + j * C["BN"]
+                tma_load(smem, off + s * tile + c * half, x, (64 * c, kvh, row), (64, 1, 128))
         return
     for t in range(C["kProducerThreads"]):
-        key = j * C["BN"] + t
-        valid = key < kv_len
+        key = kv_begin + j * C["BN"] + t
+        valid = key < kv_stop
         page = kv_indices[kv_start + key] if valid else 0
         gather_row(smem, C, C["OFF_K"] + s * tile, k[page, 0, kvh], t, valid, swizzle)
         gather_row(smem, C, C["OFF_V"] + s * tile, v[page, 0, kvh], t, valid, swizzle)
 
 
-def consumer(smem, C, cw, w, kvh, fill, n_tiles, out, lse, scale_log2, shift):
-    q_start, q_len, q0, _, kv_len = w
+def consumer(smem, C, cw, w, kvh, fill, n_tiles, out, lse, scale_log2, shift, bx, part):
+    q_start, q_len, q0, _, _, kv_begin, kv_stop, parts = w
     G, BN, tile = C["G"], C["BN"], C["TILE_BYTES"]
     th = np.arange(128)
     warp, lane = th // 32, th % 32
@@ -118,7 +131,7 @@ def consumer(smem, C, cw, w, kvh, fill, n_tiles, out, lse, scale_log2, shift):
     m_row = [np.full(128, -np.inf), np.full(128, -np.inf)]
     l_row = [np.zeros(128), np.zeros(128)]
     for j in range(n_tiles):
-        s, n0 = j % C["STAGES"], j * BN
+        s, n0 = j % C["STAGES"], kv_begin + j * BN
         fill(j, s)
         sc = np.zeros((128, 64), np.float32)
         for ks in range(C["D"] // 16):
@@ -126,11 +139,11 @@ def consumer(smem, C, cw, w, kvh, fill, n_tiles, out, lse, scale_log2, shift):
             a = read_operand(smem, desc_kmajor(C["OFF_Q"] + hoff + cw * 64 * 128 + koff), 64, k_major=True)
             b = read_operand(smem, desc_kmajor(C["OFF_K"] + s * tile + hoff + koff), 128, k_major=True)
             sc = wgmma(sc, a, b, scale_d=ks > 0)
-        need_mask = (n0 + BN > kv_len) | (C["kCausal"] & (n0 + BN - 1 > warp_q_min + shift))
+        need_mask = (n0 + BN > kv_stop) | (C["kCausal"] & (n0 + BN - 1 > warp_q_min + shift))
         i = np.arange(64)[None, :]
         key = n0 + 8 * (i // 4) + 2 * (lane[:, None] % 4) + (i & 1)
         qp = np.where(((i // 2) & 1) == 1, q_pos[1][:, None], q_pos[0][:, None])
-        masked = need_mask[:, None] & ((key >= kv_len) | (C["kCausal"] & (key > qp + shift)))
+        masked = need_mask[:, None] & ((key >= kv_stop) | (C["kCausal"] & (key > qp + shift)))
         sc = np.where(masked, -np.inf, sc * np.float32(scale_log2))
         for r in range(2):
             cols = [4 * c + 2 * r + e for c in range(16) for e in range(2)]
@@ -152,27 +165,50 @@ def consumer(smem, C, cw, w, kvh, fill, n_tiles, out, lse, scale_log2, shift):
                 empty = ltot[t] == 0
                 inv = 0.0 if empty else 1.0 / ltot[t]
                 qrow = q_start + q0 + tok
+                dst_o, dst_lse, at = (part["o"], part["lse"], bx) if C["kDecode"] and parts > 1 else (out, lse, qrow)
                 for c in range(16):
                     col = 8 * c + 2 * (lane[t] % 4)
-                    out[qrow, head, col : col + 2] = o[t, [4 * c + 2 * r, 4 * c + 2 * r + 1]] * inv
+                    dst_o[at, head, col : col + 2] = o[t, [4 * c + 2 * r, 4 * c + 2 * r + 1]] * inv
                 if lane[t] % 4 == 0:
-                    lse[qrow, head] = -np.inf if empty else m_row[r][t] + np.log2(ltot[t])
+                    dst_lse[at, head] = -np.inf if empty else m_row[r][t] + np.log2(ltot[t])
+
+
+def merge(C, kv_indptr, part, out, lse):
+    """Port of gqa_merge(): combine the chunks of each split decode sequence (base-2 LSEs)."""
+    batch = len(kv_indptr) - 1
+    for b in range(batch):
+        first = sum(work_items_of(C, None, kv_indptr, i) for i in range(b))
+        parts = work_items_of(C, None, kv_indptr, b)
+        if parts == 1:
+            continue
+        for head in range(C["H"]):
+            lc = part["lse"][first : first + parts, head].astype(np.float32)
+            m = lc.max()
+            if m == -np.inf:
+                out[b, head], lse[b, head] = 0.0, -np.inf
+                continue
+            total = m + np.log2(np.exp2(lc - m).sum())
+            out[b, head] = (np.exp2(lc - total)[:, None] * part["o"][first : first + parts, head]).sum(0)
+            lse[b, head] = total
 
 
 def run_model(C, q, k, v, qo_indptr, kv_indptr, kv_indices, sm_scale, swizzle=True, shift_bug=False):
     batch = len(kv_indptr) - 1
     tokens = q.shape[0]
-    work_items = batch if C["kDecode"] else -(-tokens // C["TOK"]) + batch
+    kv_total = len(kv_indices) if C["kPaged"] else k.shape[0]
+    work_items = kv_total // C["kSplitKeys"] + batch if C["kDecode"] else -(-tokens // C["TOK"]) + batch
     out = np.full(q.shape, np.nan, np.float32)
     lse = np.full(q.shape[:2], np.nan, np.float32)
+    part = {"o": np.full((work_items, C["H"], C["D"]), np.nan, np.float32),
+            "lse": np.full((work_items, C["H"]), np.nan, np.float32)}
     for bx in range(work_items):
         w = find_work(C, bx, qo_indptr, kv_indptr, batch)
         if w is None:
             continue
-        q_start, q_len, q0, kv_start, kv_len = w
+        q_start, q_len, q0, kv_start, kv_len, kv_begin, kv_stop, _ = w
         shift = 0 if (shift_bug or not C["kCausal"]) else kv_len - q_len
-        kv_end = max(0, min(kv_len, q0 + C["TOK"] + shift)) if C["kCausal"] else kv_len
-        n_tiles = -(-kv_end // C["BN"])
+        kv_end = max(0, min(kv_len, q0 + C["TOK"] + shift)) if C["kCausal"] else kv_stop
+        n_tiles = -(-(kv_end - kv_begin) // C["BN"])
         for kvh in range(C["HKV"]):
             smem = Smem(C["OFF_BAR"])
             for c in range(2):
@@ -181,11 +217,13 @@ def run_model(C, q, k, v, qo_indptr, kv_indptr, kv_indices, sm_scale, swizzle=Tr
                 tail = C["OFF_Q"] + c * C["HALF_BYTES"] + C["ROWS"] * 128 + np.arange(0, (128 - C["ROWS"]) * 128, 2)
                 smem.write(tail, np.zeros(len(tail), np.float32))
 
-            def fill(j, s, smem=smem, kvh=kvh, kv_start=kv_start, kv_len=kv_len):
-                fill_kv(smem, C, s, j, k, v, kvh, kv_start, kv_len, kv_indices, swizzle)
+            def fill(j, s, smem=smem, kvh=kvh, w=w):
+                fill_kv(smem, C, s, j, k, v, kvh, w, kv_indices, swizzle)
 
             for cw in range(2):
-                consumer(smem, C, cw, w, kvh, fill, n_tiles, out, lse, sm_scale * LOG2E, shift)
+                consumer(smem, C, cw, w, kvh, fill, n_tiles, out, lse, sm_scale * LOG2E, shift, bx, part)
+    if C["kDecode"]:
+        merge(C, kv_indptr, part, out, lse)
     return out, lse
 
 
@@ -243,10 +281,11 @@ def test_paged_prefill_model_matches_reference():
 
 @pytest.mark.slow
 def test_paged_decode_model_matches_reference():
-    """One query per sequence; an empty sequence gets output 0 and lse -inf (as the reference)."""
+    """One query per sequence; a sequence of 1100 keys is split into 3 chunks of kSplitKeys and merged;
+    an empty sequence gets output 0 and lse -inf (as the reference)."""
     C = constants(DECODE)
-    assert (C["kDecode"], C["kCausal"], C["kPaged"]) == (True, False, True)
-    case = make_case(C, [], [1, 130, 0, 21], seed=3, num_pages=400)
+    assert (C["kDecode"], C["kCausal"], C["kPaged"], C["kSplitKeys"]) == (True, False, True, 512)
+    case = make_case(C, [], [1, 1100, 0, 130], seed=3, num_pages=1400)
     assert check(C, case) == (0, True)
 
 
@@ -272,6 +311,7 @@ def test_work_list_covers_every_tile_once():
         seen = []
         for bx in range(-(-sum(q_lens) // C["TOK"]) + len(q_lens)):
             w = find_work(C, bx, qo, qo, len(q_lens))
+            assert w is None or (w[5], w[6], w[7]) == (0, w[4], 1)  # prefill: all keys, one part
             if w is not None:
                 seen.append((w[0], w[2]))
         want = [(qo[b], t * C["TOK"]) for b, n in enumerate(q_lens) for t in range(-(-n // C["TOK"]))]
@@ -343,3 +383,22 @@ def test_protocol_model_catches_an_arrive_before_the_copies_land():
     C = constants(PAGED)
     with pytest.raises(Hazard):
         many_schedules(lambda w: paged_agents(w, C, 4, threads=2, early_arrive=True), seeds=120)
+
+
+def test_decode_work_list_splits_every_sequence_into_chunks():
+    """Decode: max(1, ceil(kv_len / kSplitKeys)) chunks per sequence, covering its keys once, inside
+    the launch's bound (total keys // kSplitKeys + batch)."""
+    C = constants(DECODE)
+    kv_lens = [0, 1, C["kSplitKeys"], C["kSplitKeys"] + 1, 5 * C["kSplitKeys"] - 3, 77]
+    kvp = indptr(kv_lens)
+    bound = sum(kv_lens) // C["kSplitKeys"] + len(kv_lens)
+    chunks: dict[int, list[tuple[int, int]]] = {}
+    for bx in range(bound):
+        w = find_work(C, bx, None, kvp, len(kv_lens))
+        if w is not None:
+            chunks.setdefault(w[0], []).append((w[5], w[6]))
+            assert w[7] == max(1, -(-kv_lens[w[0]] // C["kSplitKeys"]))
+    for b, n in enumerate(kv_lens):
+        spans = sorted(chunks[b])
+        assert spans[0][0] == 0 and spans[-1][1] == n
+        assert all(a[1] == b_[0] for a, b_ in zip(spans, spans[1:], strict=False))
