@@ -1,8 +1,9 @@
-"""Build the replay library replay/demo/<problem>.yaml from solutions/replay_spec.py.
+"""Build the replay libraries replay/<library>/<problem>.yaml (demo, generalization) from solutions/replay_spec.py.
 
-    python solutions/build_replay.py           # (re)write the YAML files
+    python solutions/build_replay.py           # (re)write the YAML files of every library
     python solutions/build_replay.py --check   # exit 1 if any file is missing or stale
-    python solutions/build_replay.py --export DIR   # write each turn's kernel to DIR/<problem>/turn<i>_<EXPECT>.cu
+    python solutions/build_replay.py --export DIR [--library NAME]   # each turn's kernel (default: demo) as
+                                                                      # DIR/<problem>/turn<i>_<EXPECT>.cu
 
 Each turn's response is the spec's reasoning followed by one ```cpp block holding the full kernel: a
 solution file of this folder with the turn's edits applied (each edit must match exactly once).
@@ -18,7 +19,7 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).resolve().parent
-OUT_DIR = HERE.parent / "replay" / "demo"
+REPLAY = HERE.parent / "replay"
 
 
 def load_spec():
@@ -71,12 +72,20 @@ def render(trajectory) -> str:
 
 
 def build_all() -> dict[Path, str]:
-    return {OUT_DIR / f"{t.problem}.yaml": render(t) for t in load_spec().TRAJECTORIES}
+    return {
+        REPLAY / library / f"{t.problem}.yaml": render(t)
+        for library, trajectories in load_spec().LIBRARIES.items()
+        for t in trajectories
+    }
 
 
-def export_kernels(out: Path) -> int:
+def export_kernels(out: Path, library: str = "demo") -> int:
     """Every turn's kernel as a .cu file (for judging the trajectories' turns one by one on a GPU host)."""
-    for trajectory in load_spec().TRAJECTORIES:
+    libraries = load_spec().LIBRARIES
+    if library not in libraries:
+        print(f"error: unknown replay library {library!r} (have {', '.join(libraries)})", file=sys.stderr)
+        return 2
+    for trajectory in libraries[library]:
         folder = out / trajectory.problem
         folder.mkdir(parents=True, exist_ok=True)
         for i, turn in enumerate(trajectory.turns):
@@ -91,9 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--export", metavar="DIR", help="write every turn's kernel as DIR/<problem>/turn<i>_<EXPECT>.cu"
     )
+    parser.add_argument("--library", default="demo", help="library to export (default: demo)")
     args = parser.parse_args(argv)
     if args.export:
-        return export_kernels(Path(args.export))
+        return export_kernels(Path(args.export), args.library)
     outputs = build_all()
     if args.check:
         stale = [p for p, text in outputs.items() if not p.is_file() or p.read_text() != text]
@@ -102,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"stale: {p.relative_to(HERE.parent)} (run python solutions/build_replay.py)", file=sys.stderr
             )
         return 1 if stale else 0
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
     for path, text in outputs.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         print(f"wrote {path.relative_to(HERE.parent)}")
     return 0

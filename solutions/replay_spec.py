@@ -1,4 +1,5 @@
-"""The scripted replay trajectories of replay/demo/: one per primary problem, five turns each.
+"""The scripted replay trajectories of replay/demo/ (one per primary problem, five turns each) and of
+replay/generalization/ (one per generalization problem, two turns each; at the end of this file).
 
 Every turn is a solution file of this folder, optionally with textual edits (each `old` string must
 occur exactly once in the base file), plus the model-style reasoning that precedes the ```cpp block.
@@ -358,3 +359,106 @@ BWD_CAUSAL = Trajectory(
 )
 
 TRAJECTORIES: tuple[Trajectory, ...] = (GEMM, FWD, FWD_CAUSAL, BWD, BWD_CAUSAL)
+
+
+# ----------------------------------------------------------------------------- generalization library
+# replay/generalization/: one short trajectory per generalization problem (Figure 6's eleven), built
+# from the generated kernels. MHA d64 / d96: the generic mma.sync kernel, then the TMA + wgmma one. GQA:
+# a first attempt that returns the natural-log LSE (FlashInfer's is base 2), then the correct kernel.
+
+NATURAL_LSE = (
+    (
+        "if (lane % 4 == 0) lse[qrow] = empty ? -INFINITY : m_row[r] + log2f(l);",
+        "if (lane % 4 == 0) lse[qrow] = empty ? -INFINITY : (m_row[r] + log2f(l)) * 0.69314718f;",
+    ),
+)
+
+
+def _mha_generalization(op: str, head_dim: int, causal: bool) -> Trajectory:
+    problem = f"{op}_d{head_dim}{'_causal' if causal else ''}"
+    fwd = op == "mha_with_lse"
+    wgmma = "fa3_wgmma_tma.cu" if fwd else "wgmma_tma_ws.cu"
+    what = "attention forward with LSE" if fwd else "attention backward"
+    mask = "causal " if causal else ""
+    pad = (
+        f"D = {head_dim} is not a multiple of 64, so the mma.sync tiles pad each smem row by 16 bytes "
+        "(a 4-bank shift per row keeps ldmatrix conflict-free) instead of the XOR swizzle; "
+        if head_dim % 64
+        else f"D = {head_dim}: one 128-byte swizzle row per tile row; "
+    )
+    tma = (
+        f"the smem tiles are 128 columns wide and TMA fills columns {head_dim}..127 with zeros, so "
+        f"QK^T runs {head_dim // 16} k-steps and the N = 128 products simply carry zero columns."
+        if head_dim % 64
+        else "one 64-column TMA box per tile, N = 64 wgmma for the D-wide products."
+    )
+    return Trajectory(
+        problem=problem,
+        description=f"{mask.capitalize()}{what} at head dim {head_dim}: the generic mma.sync kernel, then "
+        "the TMA + wgmma kernel (both generated from the d128 templates).",
+        turns=(
+            Turn(
+                "PASSED",
+                f"{problem}/fa2_mma.cu",
+                f"{mask.capitalize()}{what}, head dim {head_dim}. Start from the FlashAttention-2 structure "
+                f"with mma.sync m16n8k16 and cp.async double buffering; {pad}online softmax in base 2 and "
+                "the natural-log LSE at the end.",
+                target=False,
+            ),
+            Turn(
+                "PASSED",
+                f"{problem}/{wgmma}",
+                "The generic kernel is correct; move the matmuls to TMA + wgmma with a producer warpgroup "
+                f"and two consumer warpgroups; {tma}",
+                target=True,
+            ),
+        ),
+    )
+
+
+def _gqa_generalization(problem: str, what: str) -> Trajectory:
+    return Trajectory(
+        problem=problem,
+        description=f"{what}: an LSE in the wrong base, then the TMA + wgmma kernel with FlashInfer's base-2 LSE.",
+        turns=(
+            Turn(
+                "INCORRECT_NUMERICAL",
+                f"{problem}/wgmma_tma.cu",
+                f"{what}. Pack the G query heads of a KV head into the rows of one 128-row tile so that "
+                "each K/V tile serves the whole group; Q by TMA (box of 64 columns x G heads x 128 / G "
+                "tokens), K/V tiles of 128 keys, S = QK^T and O += PV with wgmma, online softmax in "
+                "base 2 with sm_scale folded in. Return the LSE as the natural logarithm, like the MHA "
+                "problems.",
+                edits=NATURAL_LSE,
+                target=True,
+            ),
+            Turn(
+                "PASSED",
+                f"{problem}/wgmma_tma.cu",
+                "The output matches but the LSE does not: FlashInfer returns the base-2 logsumexp, which "
+                "is m + log2(l) in the log2 domain the softmax already runs in. Drop the ln 2 factor.",
+                target=True,
+            ),
+        ),
+    )
+
+
+GENERALIZATION: tuple[Trajectory, ...] = tuple(
+    _mha_generalization(op, d, causal)
+    for op in ("mha_with_lse", "mha_bwd")
+    for d in (64, 96)
+    for causal in (False, True)
+) + (
+    _gqa_generalization(
+        "gqa_ragged_prefill_causal_h32_kv4_d128", "Causal GQA prefill over ragged sequences (32 / 4 heads)"
+    ),
+    _gqa_generalization(
+        "gqa_paged_prefill_causal_h24_kv8_d128_ps1",
+        "Causal GQA prefill over a page-size-1 KV cache (24 / 8 heads; K/V rows gathered with cp.async)",
+    ),
+    _gqa_generalization(
+        "gqa_paged_decode_h24_kv8_d128_ps1", "GQA decode over a page-size-1 KV cache (24 / 8 heads)"
+    ),
+)
+
+LIBRARIES: dict[str, tuple[Trajectory, ...]] = {"demo": TRAJECTORIES, "generalization": GENERALIZATION}

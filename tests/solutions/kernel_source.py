@@ -7,7 +7,7 @@ from pathlib import Path
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
 
-_CONSTEXPR = re.compile(r"^\s*constexpr\s+(int|bool|float)\s+(\w+)\s*=\s*([^;]+);", re.MULTILINE)
+_CONSTEXPR = re.compile(r"^constexpr\s+(int|bool|float)\s+(\w+)\s*=\s*([^;]+);", re.MULTILINE)
 
 
 def solution_path(problem: str, name: str) -> Path:
@@ -23,5 +23,8 @@ def kernel_constants(path: Path) -> dict[str, int | bool | float]:
             py = re.sub(r"(\d)f\b", r"\1", py)
         else:
             py = py.replace("/", "//")
+        ternary = re.fullmatch(r"(.+?)\?(.+):(.+)", py)  # one `c ? a : b` (the head-dim padding rules)
+        if ternary:
+            py = f"({ternary.group(2)}) if ({ternary.group(1)}) else ({ternary.group(3)})"
         env[name] = eval(py, {"__builtins__": {}}, dict(env))  # noqa: S307 - arithmetic on our own constants
     return env

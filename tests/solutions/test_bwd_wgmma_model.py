@@ -1,4 +1,4 @@
-"""CPU replay of solutions/mha_bwd_d128*/wgmma_tma_ws.cu (dK/dV and dQ kernels) through the hardware model.
+"""CPU replay of the generated solutions/mha_bwd_d{64,96,128}*/wgmma_tma_ws.cu (dK/dV and dQ kernels).
 
 Ported from the kernel: the padded {L log2e, Dlt} scratch of bwd_delta, the TMA tiles of the fixed and
 streamed operands, issue_abt's descriptors, the masks and exponentials on accumulator registers, pack_a,
@@ -20,15 +20,15 @@ from .test_pipeline_protocols import run_protocol_check
 LOG2E = 1.4426950408889634
 
 
-def tma_tile(smem, dst, tensor, row, bh, half_bytes, box_rows):
-    """Port of tma_tile(): two 64-column boxes of box_rows rows."""
-    tma_load(smem, dst, tensor, (0, row, bh), (64, box_rows, 1))
-    tma_load(smem, dst + half_bytes, tensor, (64, row, bh), (64, box_rows, 1))
+def tma_tile(smem, dst, tensor, row, bh, half_bytes, box_rows, blocks=2):
+    """Port of tma_tile(): NBLK 64-column boxes of box_rows rows."""
+    for c in range(blocks):
+        tma_load(smem, dst + c * half_bytes, tensor, (64 * c, row, bh), (64, box_rows, 1))
 
 
 def issue_abt(smem, C, a_tile, b_tile, cw):
     acc = np.zeros((128, 32), np.float32)
-    for ks in range(8):
+    for ks in range(C["D"] // 16):
         koff = (ks % 4) * 32
         a = read_operand(
             smem, desc_kmajor(a_tile + (ks // 4) * C["BIG_HALF"] + cw * 64 * 128 + koff), 64, True
@@ -77,13 +77,13 @@ def split_products(stats, ds, C, kk_operand):
 
 
 def store_acc(out, acc, row0, mul):
-    S = out.shape[0]
+    S, D = out.shape
     for th in range(128):
         warp, lane = th // 32, th % 32
         for r in range(2):
             row = row0 + warp * 16 + lane // 4 + 8 * r
             if row < S:
-                for c in range(16):
+                for c in range(D // 8):
                     col = 8 * c + 2 * (lane % 4)
                     out[row, col : col + 2] = acc[th, [4 * c + 2 * r, 4 * c + 2 * r + 1]] * mul
 
@@ -98,9 +98,11 @@ def bwd_model(Q, K, V, out_fwd, dO, L, causal: bool, name: str, stats: dict | No
     C = kernel_constants(solution_path(name, "wgmma_tma_ws.cu"))
     assert C["kCausal"] == causal
     stats = {"tiles": 0, "split": 0} if stats is None else stats
-    BH, S, _ = Q.shape
+    BH, S, D = Q.shape
+    assert D == C["D"]
+    DP, NB = C["DP"], C["NBLK"]
     BIG, SMALL, ST = C["BIG"], C["SMALL"], C["STAGES"]
-    scale = np.float32(1.0 / np.sqrt(128))
+    scale = np.float32(1.0 / np.sqrt(D))
     scale_log2 = np.float32(scale * LOG2E)
     ld = delta_scratch(C, out_fwd, dO, L)  # read without bounds checks: an index past the padding raises
     dQ, dK, dV = (np.full(Q.shape, np.nan, np.float32) for _ in range(3))
@@ -112,19 +114,19 @@ def bwd_model(Q, K, V, out_fwd, dO, L, causal: bool, name: str, stats: dict | No
             k0 = bx * BIG
             first = k0 // SMALL if causal else 0
             smem = Smem(C["OFF_BAR"])
-            tma_tile(smem, C["OFF_FIX0"], K, k0, bh, C["BIG_HALF"], BIG)
-            tma_tile(smem, C["OFF_FIX1"], V, k0, bh, C["BIG_HALF"], BIG)
+            tma_tile(smem, C["OFF_FIX0"], K, k0, bh, C["BIG_HALF"], BIG, NB)
+            tma_tile(smem, C["OFF_FIX1"], V, k0, bh, C["BIG_HALF"], BIG, NB)
             for cw in range(2):
                 key_row = np.stack([k0 + cw * 64 + warp * 16 + lane // 4 + 8 * r for r in range(2)], 1)
                 warp_key_max = k0 + cw * 64 + warp * 16 + 15
-                dk = np.zeros((128, 64), np.float32)
-                dv = np.zeros((128, 64), np.float32)
+                dk = np.zeros((128, DP // 2), np.float32)
+                dv = np.zeros((128, DP // 2), np.float32)
                 for j in range(-(-S // SMALL) - first):
                     s, q0 = j % ST, (first + j) * SMALL
                     sQ = C["OFF_RING"] + s * C["STAGE_BYTES"]
                     sdO = sQ + C["SMALL_TILE"]
-                    tma_tile(smem, sQ, Q, q0, bh, C["SMALL_HALF"], SMALL)
-                    tma_tile(smem, sdO, dO, q0, bh, C["SMALL_HALF"], SMALL)
+                    tma_tile(smem, sQ, Q, q0, bh, C["SMALL_HALF"], SMALL, NB)
+                    tma_tile(smem, sdO, dO, q0, bh, C["SMALL_HALF"], SMALL, NB)
                     pt = issue_abt(smem, C, C["OFF_FIX0"], sQ, cw)
                     dpt = issue_abt(smem, C, C["OFF_FIX1"], sdO, cw)
                     q = q0 + col
@@ -135,11 +137,11 @@ def bwd_model(Q, K, V, out_fwd, dO, L, causal: bool, name: str, stats: dict | No
                     )
                     ds = (p * (dpt - ld[bh, q, 1])).astype(np.float32)
                     for kk in range(SMALL // 16):
-                        b_do = read_operand(smem, desc_mnmajor(sdO + kk * 2048, C["SMALL_HALF"]), 128, False)
+                        b_do = read_operand(smem, desc_mnmajor(sdO + kk * 2048, C["SMALL_HALF"]), DP, False)
                         dv = wgmma(dv, pack(p, kk), b_do, True)
 
                     def b_q(kk, sQ=sQ, smem=smem):
-                        return read_operand(smem, desc_mnmajor(sQ + kk * 2048, C["SMALL_HALF"]), 128, False)
+                        return read_operand(smem, desc_mnmajor(sQ + kk * 2048, C["SMALL_HALF"]), DP, False)
 
                     for a, b in split_products(stats, ds, C, b_q):
                         dk = wgmma(dk, a, b, True)
@@ -150,8 +152,8 @@ def bwd_model(Q, K, V, out_fwd, dO, L, causal: bool, name: str, stats: dict | No
             q0 = (grid_x - 1 - bx if causal else bx) * BIG
             kv_end = min(S, q0 + BIG) if causal else S
             smem = Smem(C["OFF_BAR"])
-            tma_tile(smem, C["OFF_FIX0"], Q, q0, bh, C["BIG_HALF"], BIG)
-            tma_tile(smem, C["OFF_FIX1"], dO, q0, bh, C["BIG_HALF"], BIG)
+            tma_tile(smem, C["OFF_FIX0"], Q, q0, bh, C["BIG_HALF"], BIG, NB)
+            tma_tile(smem, C["OFF_FIX1"], dO, q0, bh, C["BIG_HALF"], BIG, NB)
             for cw in range(2):
                 q_row = np.stack([q0 + cw * 64 + warp * 16 + lane // 4 + 8 * r for r in range(2)], 1)
                 warp_q_min = q0 + cw * 64 + warp * 16
@@ -160,13 +162,13 @@ def bwd_model(Q, K, V, out_fwd, dO, L, causal: bool, name: str, stats: dict | No
                 l2_i = np.take_along_axis(l2, rsel.repeat(128, 0), 1)
                 dl_i = np.take_along_axis(dl, rsel.repeat(128, 0), 1)
                 qr_i = np.take_along_axis(q_row, rsel.repeat(128, 0), 1)
-                dq = np.zeros((128, 64), np.float32)
+                dq = np.zeros((128, DP // 2), np.float32)
                 for j in range(-(-kv_end // SMALL)):
                     s, n0 = j % ST, j * SMALL
                     sK = C["OFF_RING"] + s * C["STAGE_BYTES"]
                     sV = sK + C["SMALL_TILE"]
-                    tma_tile(smem, sK, K, n0, bh, C["SMALL_HALF"], SMALL)
-                    tma_tile(smem, sV, V, n0, bh, C["SMALL_HALF"], SMALL)
+                    tma_tile(smem, sK, K, n0, bh, C["SMALL_HALF"], SMALL, NB)
+                    tma_tile(smem, sV, V, n0, bh, C["SMALL_HALF"], SMALL, NB)
                     p = np.exp2(issue_abt(smem, C, C["OFF_FIX0"], sK, cw) * scale_log2 - l2_i)
                     need_mask = (n0 + SMALL > S) | (causal & (n0 + SMALL - 1 > warp_q_min))
                     key = n0 + col
@@ -174,7 +176,7 @@ def bwd_model(Q, K, V, out_fwd, dO, L, causal: bool, name: str, stats: dict | No
                     ds = (p * (issue_abt(smem, C, C["OFF_FIX1"], sV, cw) - dl_i)).astype(np.float32)
 
                     def b_k(kk, sK=sK, smem=smem):
-                        return read_operand(smem, desc_mnmajor(sK + kk * 2048, C["SMALL_HALF"]), 128, False)
+                        return read_operand(smem, desc_mnmajor(sK + kk * 2048, C["SMALL_HALF"]), DP, False)
 
                     for a, b in split_products(stats, ds, C, b_k):
                         dq = wgmma(dq, a, b, True)
@@ -184,11 +186,11 @@ def bwd_model(Q, K, V, out_fwd, dO, L, causal: bool, name: str, stats: dict | No
 
 @pytest.mark.slow
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("S", [256, 200])
-def test_wgmma_backward_model_matches_reference(S, causal):
-    name = "mha_bwd_d128_causal" if causal else "mha_bwd_d128"
+@pytest.mark.parametrize(("S", "D"), [(256, 128), (200, 128), (200, 64), (200, 96)])
+def test_wgmma_backward_model_matches_reference(S, D, causal):
+    name = f"mha_bwd_d{D}_causal" if causal else f"mha_bwd_d{D}"
     rng = np.random.default_rng(41)
-    Q, K, V, dO = (bf16(rng.standard_normal((1, S, 128)).astype(np.float32)) for _ in range(4))
+    Q, K, V, dO = (bf16(rng.standard_normal((1, S, D)).astype(np.float32)) for _ in range(4))
     fwd_out, L = attention_fwd(Q, K, V, causal)
     fwd_out, L = bf16(fwd_out.astype(np.float32)), L.astype(np.float32)
     stats = {"tiles": 0, "split": 0}
@@ -203,11 +205,15 @@ def test_wgmma_backward_model_matches_reference(S, causal):
         assert stats["split"] < stats["tiles"], stats
     # The lo products are what makes dQ and dK precise: without them (dS rounded once to bf16, the
     # kernels before the fix) the error is several times larger.
+    # (Measured at D = 128, where the split was introduced; at D = 64 / 96 it must not make them worse.)
     old = bwd_model(Q, K, V, fwd_out, dO, L, causal, name, {"tiles": 0, "split": 0, "tau": np.inf})
     for label, g, o, w in zip(("dQ", "dK"), got[:2], old[:2], want[:2], strict=True):
-        assert np.max(np.abs(o - w)) > 3 * np.max(np.abs(g - w)), label
+        gain = np.max(np.abs(o - w)) / np.max(np.abs(g - w))
+        assert gain > (3 if D == 128 else 1), f"{label}: lo products gain x{gain:.2f}"
+
 
 
 @pytest.mark.parametrize("n", [1, 2, 5])
-def test_wgmma_backward_pipeline_is_safe(n):
-    run_protocol_check(kernel_constants(solution_path("mha_bwd_d128", "wgmma_tma_ws.cu")), n)
+@pytest.mark.parametrize("D", [64, 128])
+def test_wgmma_backward_pipeline_is_safe(n, D):
+    run_protocol_check(kernel_constants(solution_path(f"mha_bwd_d{D}", "wgmma_tma_ws.cu")), n)

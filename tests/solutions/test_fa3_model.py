@@ -1,9 +1,10 @@
-"""CPU replay of solutions/mha_with_lse_d128*/fa3_wgmma_tma.cu through the hardware model.
+"""CPU replay of the generated solutions/mha_with_lse_d{64,96,128}*/fa3_wgmma_tma.cu through the hardware model.
 
 Ported from the kernel: TMA coordinates of Q/K/V boxes, the K-major descriptors of Q and K (column half
 and 32-byte K advance), the mask and online softmax on accumulator registers (quad shuffles), the packing
 of P into wgmma A registers, the MN-major descriptor of V (LBO = half stride, 2048-byte K advance) and
-the epilogue. The hardware model supplies TMA swizzling, descriptor reads and fragment layouts.
+the epilogue. The hardware model supplies TMA swizzling, descriptor reads and fragment layouts; at
+D = 96 the second 64-column block is half TMA out-of-bounds fill, which PV multiplies as zeros.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def consumer(smem, C, cw, q0, S, n_tiles, causal, out, lse, bh, fill):
     row_in_tile = cw * 64 + warp * 16 + lane // 4
     q_row = [q0 + row_in_tile, q0 + row_in_tile + 8]
     warp_q_min = q0 + cw * 64 + warp * 16
-    o = np.zeros((128, 64), np.float32)
+    DP = C["DP"]
+    o = np.zeros((128, DP // 2), np.float32)
     m_row = [np.full(128, -np.inf), np.full(128, -np.inf)]
     l_row = [np.zeros(128), np.zeros(128)]
     scale_log2 = 1.4426950408889634 / np.sqrt(C["D"])
@@ -68,17 +70,18 @@ def consumer(smem, C, cw, q0, S, n_tiles, causal, out, lse, bh, fill):
         sc = np.where(masked, -np.inf, sc * scale_log2)
         for r in range(2):
             cols = [4 * c + 2 * r + e for c in range(16) for e in range(2)]
+            ocols = [4 * c + 2 * r + e for c in range(DP // 8) for e in range(2)]
             mx = quad_max(sc[:, cols].max(axis=1))
             m_new = np.maximum(m_row[r], mx)
             m_use = np.where(m_new == -np.inf, 0.0, m_new)
             alpha = np.exp2(m_row[r] - m_use)
             m_row[r] = m_new
             sc[:, cols] = np.exp2(sc[:, cols] - m_use[:, None])
-            o[:, cols] *= alpha[:, None]
+            o[:, ocols] *= alpha[:, None]
             l_row[r] = l_row[r] * alpha + sc[:, cols].sum(axis=1)
         for kk in range(8):
             pa = bf16(sc[:, 8 * kk : 8 * kk + 8])  # pa[kk][0..3] = pairs (8kk+0,1), (2,3), (4,5), (6,7)
-            b = read_operand(smem, desc_mnmajor(C["OFF_V"] + s * tile + kk * 2048, half), 128, k_major=False)
+            b = read_operand(smem, desc_mnmajor(C["OFF_V"] + s * tile + kk * 2048, half), DP, k_major=False)
             o = wgmma(o, a_regs_to_matrix(pa), b, scale_d=True)
     for r in range(2):
         ltot = quad_sum(l_row[r])
@@ -86,7 +89,7 @@ def consumer(smem, C, cw, q0, S, n_tiles, causal, out, lse, bh, fill):
         for th in range(128):
             qq = q_row[r][th]
             if qq < S:
-                for c in range(16):
+                for c in range(C["D"] // 8):
                     col = 8 * c + 2 * (lane[th] % 4)
                     out[bh, qq, col : col + 2] = o[th, [4 * c + 2 * r, 4 * c + 2 * r + 1]] * inv[th]
                 if lane[th] % 4 == 0:
@@ -94,6 +97,7 @@ def consumer(smem, C, cw, q0, S, n_tiles, causal, out, lse, bh, fill):
 
 
 def run_model(Q, K, V, causal: bool, name: str):
+    """The kernel of problem `name` on Q, K, V [BH, S, D] (constants read from its generated file)."""
     C = kernel_constants(solution_path(name, "fa3_wgmma_tma.cu"))
     assert C["kCausal"] == causal
     BH, S, D = Q.shape
@@ -107,7 +111,7 @@ def run_model(Q, K, V, causal: bool, name: str):
 
         def fill(j, s, bh=bh):
             smem = current["smem"]
-            for c0, off in ((0, 0), (64, half)):
+            for c0, off in ((64 * c, c * half) for c in range(C["NBLK"])):
                 tma_load(smem, C["OFF_K"] + s * tile + off, K, (c0, j * C["BN"], bh), (64, 128, 1))
                 tma_load(smem, C["OFF_V"] + s * tile + off, V, (c0, j * C["BN"], bh), (64, 128, 1))
 
@@ -117,19 +121,19 @@ def run_model(Q, K, V, causal: bool, name: str):
             kv_end = min(S, q0 + C["BM"]) if causal else S
             n_tiles = -(-kv_end // C["BN"])
             smem = current["smem"] = Smem(C["OFF_BAR"])
-            tma_load(smem, C["OFF_Q"], Q, (0, q0, bh), (64, 128, 1))
-            tma_load(smem, C["OFF_Q"] + half, Q, (64, q0, bh), (64, 128, 1))
+            for c in range(C["NBLK"]):
+                tma_load(smem, C["OFF_Q"] + c * half, Q, (64 * c, q0, bh), (64, 128, 1))
             for cw in range(2):
                 consumer(smem, C, cw, q0, S, n_tiles, causal, out, lse, bh, fill)
     return out, lse
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("S", [256, 200])
-def test_fa3_model_matches_reference(S, causal):
-    name = "mha_with_lse_d128_causal" if causal else "mha_with_lse_d128"
+@pytest.mark.parametrize(("S", "D"), [(256, 128), (200, 128), (200, 64), (200, 96)])
+def test_fa3_model_matches_reference(S, D, causal):
+    name = f"mha_with_lse_d{D}_causal" if causal else f"mha_with_lse_d{D}"
     rng = np.random.default_rng(11)
-    Q, K, V = (bf16(rng.standard_normal((2, S, 128)).astype(np.float32)) for _ in range(3))
+    Q, K, V = (bf16(rng.standard_normal((2, S, D)).astype(np.float32)) for _ in range(3))
     out, lse = run_model(Q, K, V, causal, name)
     want_o, want_lse = attention_fwd(Q, K, V, causal)
     assert not np.isnan(out).any() and not np.isnan(lse).any(), "an output was never written"

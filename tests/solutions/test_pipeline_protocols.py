@@ -154,7 +154,7 @@ def bwd_agents(world: World, C: dict, n: int):
     def producer():
         bar_fix.arrive_expect_tx(2 * C["BIG_TILE"])
         for name in ("F0", "F1"):
-            for h in range(2):
+            for h in range(C["NBLK"]):
                 world.tma(f"{name}{h}", 0, bar_fix, C["BIG_HALF"])
         for j in range(n):
             s = j % stages
@@ -162,7 +162,7 @@ def bwd_agents(world: World, C: dict, n: int):
                 yield Wait(empty[s], ((j // stages) + 1) & 1)
             full[s].arrive_expect_tx(C["STAGE_BYTES"])
             for name in ("R0", "R1"):
-                for h in range(2):
+                for h in range(C["NBLK"]):
                     world.tma(f"{name}{s}{h}", j, full[s], C["SMALL_HALF"])
             yield None
 
@@ -173,9 +173,11 @@ def bwd_agents(world: World, C: dict, n: int):
             yield Wait(full[s], (j // stages) & 1)
             for _ in range(3):  # first wgmma batch issued, waited; second batch (MN-major reads) waited
                 for name in ("F0", "F1"):
-                    world.expect(f"{name}0", 0), world.expect(f"{name}1", 0)
+                    for h in range(C["NBLK"]):
+                        world.expect(f"{name}{h}", 0)
                 for name in ("R0", "R1"):
-                    world.expect(f"{name}{s}0", j), world.expect(f"{name}{s}1", j)
+                    for h in range(C["NBLK"]):
+                        world.expect(f"{name}{s}{h}", j)
                 yield None
             empty[s].arrive()
 

@@ -1,5 +1,5 @@
-"""The replay library replay/demo/: up to date with its spec, well formed, and each turn compiles (or
-fails to) as its role says. COMPILE_ERROR turns must really fail in nvcc/ptxas here; the other roles
+"""The replay libraries replay/demo/ and replay/generalization/: up to date with their spec, well formed,
+and each turn compiles (or fails to) as its role says. COMPILE_ERROR turns must really fail in nvcc/ptxas here; the other roles
 are verdicts of the GPU judge and are only required to compile, with the stated static target status.
 """
 
@@ -14,6 +14,7 @@ import yaml
 
 from ptxcore.arch import get_architecture
 from ptxcore.compile import BuildOptions, CompileCache, compile_candidate
+from ptxcore.problems import load_catalog
 from ptxcore.schema import CompileStatus, StaticTarget
 
 from .kernel_source import SOLUTIONS
@@ -32,8 +33,13 @@ def _load(name: str):
 
 BUILDER = _load("build_replay")
 SPEC = BUILDER.load_spec()
-TURNS = [(t.problem, i, turn) for t in SPEC.TRAJECTORIES for i, turn in enumerate(t.turns)]
-IDS = [f"{p}-turn{i}-{turn.expect}" for p, i, turn in TURNS]
+TURNS = [
+    (library, t.problem, i, turn)
+    for library, trajectories in SPEC.LIBRARIES.items()
+    for t in trajectories
+    for i, turn in enumerate(t.turns)
+]
+IDS = [f"{lib}-{p}-turn{i}-{turn.expect}" for lib, p, i, turn in TURNS]
 
 
 def test_yaml_files_are_up_to_date():
@@ -41,10 +47,9 @@ def test_yaml_files_are_up_to_date():
 
 
 def test_one_trajectory_per_primary_problem_with_the_required_states():
+    catalog = load_catalog()
     problems = [t.problem for t in SPEC.TRAJECTORIES]
-    assert sorted(problems) == sorted(
-        p.name for p in SOLUTIONS.glob("*/") if p.is_dir() and any(p.glob("*.cu"))
-    )
+    assert sorted(problems) == sorted(n for n, p in catalog.items() if p.extension.primary)
     for t in SPEC.TRAJECTORIES:
         roles = [(turn.expect, turn.target) for turn in t.turns]
         assert roles[0][0] == "COMPILE_ERROR"
@@ -53,14 +58,25 @@ def test_one_trajectory_per_primary_problem_with_the_required_states():
         assert roles[-1] == ("PASSED", True), f"{t.problem}: must end on a correct target-path kernel"
 
 
-@pytest.mark.parametrize(
-    "path", sorted((SOLUTIONS.parent / "replay" / "demo").glob("*.yaml")), ids=lambda p: p.name
-)
+def test_one_trajectory_per_generalization_problem_ending_on_the_target_path():
+    catalog = load_catalog()
+    problems = [t.problem for t in SPEC.GENERALIZATION]
+    assert sorted(problems) == sorted(n for n, p in catalog.items() if not p.extension.primary)
+    assert len(problems) == 11
+    for t in SPEC.GENERALIZATION:
+        assert t.turns[-1].expect == "PASSED" and t.turns[-1].target is True, t.problem
+        assert all(turn.base.startswith(f"{t.problem}/") for turn in t.turns), "turns use the problem's kernels"
+
+
+LIBRARY_FILES = sorted((SOLUTIONS.parent / "replay").glob("[dg]*/*.yaml"))
+
+
+@pytest.mark.parametrize("path", LIBRARY_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_yaml_shape(path):
     doc = yaml.safe_load(path.read_text())
     assert set(doc) == {"problem", "arch", "language", "description", "turns"}
     assert doc["arch"] == "hopper" and doc["language"] == "cuda" and path.stem == doc["problem"]
-    assert len(doc["turns"]) >= 5
+    assert len(doc["turns"]) >= (5 if path.parent.name == "demo" else 2)
     for turn in doc["turns"]:
         assert set(turn) == {"response"}
         blocks = CPP_BLOCK.findall(turn["response"])
@@ -69,9 +85,9 @@ def test_yaml_shape(path):
         assert 40 <= len(reasoning) <= 1200, "a brief reasoning before the code"
 
 
-@pytest.mark.parametrize("problem,index,turn", TURNS, ids=IDS)
-def test_turn_kernel_matches_the_spec(problem, index, turn):
-    doc = yaml.safe_load((SOLUTIONS.parent / "replay" / "demo" / f"{problem}.yaml").read_text())
+@pytest.mark.parametrize("library,problem,index,turn", TURNS, ids=IDS)
+def test_turn_kernel_matches_the_spec(library, problem, index, turn):
+    doc = yaml.safe_load((SOLUTIONS.parent / "replay" / library / f"{problem}.yaml").read_text())
     (code,) = CPP_BLOCK.findall(doc["turns"][index]["response"])
     assert code == BUILDER.turn_source(turn)
     if turn.expect == "PASSED":
@@ -81,8 +97,8 @@ def test_turn_kernel_matches_the_spec(problem, index, turn):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("problem,index,turn", TURNS, ids=IDS)
-def test_turn_compiles_as_its_role_says(problem, index, turn):
+@pytest.mark.parametrize("library,problem,index,turn", TURNS, ids=IDS)
+def test_turn_compiles_as_its_role_says(library, problem, index, turn):
     compiled = compile_candidate(BUILDER.turn_source(turn), HOPPER, CompileCache())
     if turn.expect == "COMPILE_ERROR":
         assert compiled.result.status is CompileStatus.COMPILE_ERROR

@@ -1,0 +1,163 @@
+"""Draft: FlashInfer as the baseline of the three GQA problems (issue 17 item 1), for the lead to integrate.
+
+Where this goes: into the baseline room of ptxcore/gpu (today `ptxcore/gpu/baselines.py`, whatever the
+restructuring names it). `get_baseline` keeps raising BaselineUnavailableError when `import flashinfer`
+fails (never a silent substitute), and otherwise returns `flashinfer_baseline(problem)`. The version
+(`flashinfer_version()`) belongs in every verdict's EnvironmentInfo (the baseline library's version).
+It lives here, outside ptxcore, only while ptxcore/gpu is being restructured; benchmarks/device/
+flashinfer_warm.py imports it on the GPU host to prove the semantics against the definitions' references.
+
+A baseline is `Callable[[dict], dict]`: inputs by name in, outputs by name out (the harness copies them
+into the destination buffers outside the timed window). Semantics, from the definitions:
+  * ragged prefill: BatchPrefillWithRaggedKVCacheWrapper(causal=True).run(q, k, v, return_lse=True);
+  * paged prefill:  BatchPrefillWithPagedKVCacheWrapper(page_size=1, causal=True).run(q, (k_cache, v_cache));
+  * paged decode:   BatchDecodeWithPagedKVCacheWrapper(page_size=1).run(q, (k_cache, v_cache));
+  kv layout NHD ([pages, page_size, kv_heads, head_dim]), sm_scale from the workload's scalar input,
+  lse as FlashInfer returns it (base 2; the warm script checks this against the definitions).
+FlashInfer's causal mask is aligned bottom-right (query i of a sequence sees keys j <= i + kv_len -
+q_len), as the definitions' references.
+
+`plan()` runs on the host (it reads the index arrays and schedules the work); it must not be inside the
+timed window, and it has to be redone when the index arrays change (each correctness trial draws new
+page ids). `_Planned` keeps a host copy of the arrays it planned for and compares the current ones by a
+device-to-host copy (a memcpy, not a kernel: CUPTI's kernel spans that time the baseline do not see it),
+so a repeated call with the same arrays launches only FlashInfer's attention kernels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+Baseline = Callable[[dict], dict]
+WORKSPACE_BYTES = 256 * 1024 * 1024  # FlashInfer's float workspace (split-KV partial results)
+
+IMPLEMENTATIONS = (
+    "gqa_ragged_prefill_flashinfer",
+    "gqa_paged_prefill_flashinfer",
+    "gqa_paged_decode_flashinfer",
+)
+
+
+def flashinfer_version() -> str:
+    import flashinfer
+
+    return str(flashinfer.__version__)
+
+
+class _Planned:
+    """A FlashInfer wrapper and the index arrays (host copies) it was planned for."""
+
+    def __init__(self, make_wrapper: Callable, plan: Callable) -> None:
+        self._make_wrapper = make_wrapper
+        self._plan = plan
+        self._wrapper = None
+        self._planned_for: tuple | None = None
+
+    def get(self, index_tensors: tuple):
+        host = tuple(t.cpu() for t in index_tensors)
+        same = self._planned_for is not None and all(
+            a.shape == b.shape and bool((a == b).all()) for a, b in zip(host, self._planned_for, strict=True)
+        )
+        if not same:
+            if self._wrapper is None:
+                self._wrapper = self._make_wrapper()
+            self._plan(self._wrapper, *host)
+            self._planned_for = host
+        return self._wrapper
+
+
+def _workspace():
+    import torch
+
+    return torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
+
+
+def _axes(problem) -> tuple[int, int, int, int]:  # noqa: ANN001 - ptxcore.problems.Problem
+    c = problem.definition.const_axes()
+    return c["num_qo_heads"], c["num_kv_heads"], c["head_dim"], c.get("page_size", 1)
+
+
+def _ragged_prefill(problem) -> Baseline:  # noqa: ANN001
+    import flashinfer
+    import torch
+
+    hq, hkv, d, _ = _axes(problem)
+    state: dict = {}
+
+    def plan(wrapper, qo_indptr, kv_indptr) -> None:  # noqa: ANN001
+        wrapper.plan(qo_indptr, kv_indptr, hq, hkv, d, causal=True, sm_scale=state["sm_scale"],
+                     q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16)
+
+    planned = _Planned(lambda: flashinfer.BatchPrefillWithRaggedKVCacheWrapper(_workspace(), "NHD"), plan)
+
+    def run(inputs: dict) -> dict:
+        state["sm_scale"] = float(inputs["sm_scale"])
+        wrapper = planned.get((inputs["qo_indptr"], inputs["kv_indptr"]))
+        out, lse = wrapper.run(inputs["q"], inputs["k"], inputs["v"], return_lse=True)
+        return {"output": out, "lse": lse}
+
+    return run
+
+
+def _paged_prefill(problem) -> Baseline:  # noqa: ANN001
+    import flashinfer
+    import torch
+
+    hq, hkv, d, page_size = _axes(problem)
+    state: dict = {}
+
+    def plan(wrapper, qo_indptr, kv_indptr, kv_indices) -> None:  # noqa: ANN001
+        last_page_len = torch.ones(kv_indptr.numel() - 1, dtype=torch.int32)  # page size 1: pages are full
+        wrapper.plan(qo_indptr, kv_indptr, kv_indices, last_page_len, hq, hkv, d, page_size, causal=True,
+                     sm_scale=state["sm_scale"], q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16)
+
+    planned = _Planned(lambda: flashinfer.BatchPrefillWithPagedKVCacheWrapper(_workspace(), "NHD"), plan)
+
+    def run(inputs: dict) -> dict:
+        state["sm_scale"] = float(inputs["sm_scale"])
+        wrapper = planned.get((inputs["qo_indptr"], inputs["kv_indptr"], inputs["kv_indices"]))
+        out, lse = wrapper.run(inputs["q"], (inputs["k_cache"], inputs["v_cache"]), return_lse=True)
+        return {"output": out, "lse": lse}
+
+    return run
+
+
+def _paged_decode(problem) -> Baseline:  # noqa: ANN001
+    import flashinfer
+    import torch
+
+    hq, hkv, d, page_size = _axes(problem)
+    state: dict = {}
+
+    def plan(wrapper, kv_indptr, kv_indices) -> None:  # noqa: ANN001
+        last_page_len = torch.ones(kv_indptr.numel() - 1, dtype=torch.int32)
+        wrapper.plan(kv_indptr, kv_indices, last_page_len, hq, hkv, d, page_size, pos_encoding_mode="NONE",
+                     sm_scale=state["sm_scale"], q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16)
+
+    planned = _Planned(lambda: flashinfer.BatchDecodeWithPagedKVCacheWrapper(_workspace(), "NHD"), plan)
+
+    def run(inputs: dict) -> dict:
+        state["sm_scale"] = float(inputs["sm_scale"])
+        wrapper = planned.get((inputs["kv_indptr"], inputs["kv_indices"]))
+        out, lse = wrapper.run(inputs["q"], (inputs["k_cache"], inputs["v_cache"]), return_lse=True)
+        return {"output": out, "lse": lse}
+
+    return run
+
+
+_FACTORIES: dict[str, Callable] = dict(
+    zip(IMPLEMENTATIONS, (_ragged_prefill, _paged_prefill, _paged_decode), strict=True)
+)
+
+
+def flashinfer_baseline(problem) -> Baseline:  # noqa: ANN001
+    """The FlashInfer baseline named by the problem's extension (`baseline.implementation`).
+
+    Raises ImportError when FlashInfer is missing (the caller turns it into BaselineUnavailableError)
+    and KeyError for an implementation this module does not know."""
+    key = problem.extension.baseline.implementation
+    if key not in _FACTORIES:
+        raise KeyError(f"{problem.name}: no FlashInfer adapter for {key!r}")
+    import flashinfer  # noqa: F401 - fail here, before any wrapper is built
+
+    return _FACTORIES[key](problem)
