@@ -3,7 +3,7 @@
     python3 benchmarks/device/flashinfer_warm.py [--out DIR] [--iters 50] [--no-ours]
 
 After benchmarks/device/install_flashinfer.sh has installed FlashInfer into /tmp/site. For each GQA
-problem it builds the workload's inputs exactly as the judge does (ptxcore.gpu.workloads, first seed),
+problem it builds the workload's inputs exactly as the judge does (ptxcore.gpu.harness.workloads, first seed),
 runs the baseline of benchmarks/device/flashinfer_baseline_draft.py (FlashInfer's ragged prefill, paged
 prefill and paged decode wrappers; the first call JIT-builds their modules), and compares output and
 lse against the definition's own torch reference in float32 with PTXBench's rule (abs > 1e-2 AND
@@ -52,7 +52,7 @@ def versions() -> dict:
 
 
 def workload_inputs(name: str):
-    from ptxcore.gpu.workloads import generate_inputs, resolve_spec
+    from ptxcore.gpu.harness.workloads import generate_inputs, resolve_spec
     from ptxcore.problems import get_problem
 
     problem = get_problem(name)

@@ -7,7 +7,7 @@
    exists (then autotuning configurations that never ran are included: weaker).
 2. Static: the repository's SASS analysis on each cubin (`cuobjdump --dump-sass`, the architecture's families
    and exclusions) -> present/absent per kernel and one merged `SassReport`.
-3. Dynamic: Nsight Compute exactly as for CUDA (`ptxcore.gpu.ncu`), with `--kernel-name regex:^(k1|k2)$` so
+3. Dynamic: Nsight Compute exactly as for CUDA (`ptxcore.gpu.harness.ncu`), with `--kernel-name regex:^(k1|k2)$` so
    `thread_inst_executed_true` is summed over the Triton kernels of the one profiled call only:
    `with_kernel_filter(ncu_command(...), names)`.
 4. Cache key: (source sha256, `combined_cubin_sha256` of the launched cubins' sha256s).
@@ -68,7 +68,7 @@ def combined_cubin_sha256(shas: list[str] | tuple[str, ...] | set[str]) -> str:
 
 
 def evidence_key(source_sha256: str, binaries: list[TritonBinary]) -> tuple[str, str]:
-    """(source sha256, combined cubin sha256): the key `ptxcore.gpu.ncu.EvidenceCache` takes."""
+    """(source sha256, combined cubin sha256): the key `ptxcore.gpu.harness.ncu.EvidenceCache` takes."""
     return source_sha256, combined_cubin_sha256([b.sha256 for b in binaries])
 
 

@@ -58,7 +58,7 @@ class Case:
     """One kernel.py loaded in this process with seeded inputs at the problem's primary workload."""
 
     def __init__(self, problem_name: str, source: Path, scratch: Path) -> None:
-        from ptxcore.gpu.workloads import allocate_outputs, call_args, generate_inputs, resolve_spec
+        from ptxcore.gpu.harness.workloads import allocate_outputs, call_args, generate_inputs, resolve_spec
 
         self.problem = get_problem(problem_name)
         self.spec = resolve_spec(self.problem, self.problem.workload())
@@ -98,7 +98,7 @@ def scratch(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("problem,file", SOLUTIONS, ids=[f"{p}/{f}" for p, f in SOLUTIONS])
 def test_solution_correct_fast_and_on_target(problem, file, scratch):
     import triton.testing
-    from ptxcore.gpu.baselines import get_baseline
+    from ptxcore.gpu.harness.baselines import get_baseline
 
     case = Case(problem, SOL / problem / file, scratch / f"{problem}-{file}")
     case.call()  # compiles
@@ -121,7 +121,7 @@ def test_solution_correct_fast_and_on_target(problem, file, scratch):
 
 
 def _ncu_command(case: Case, names: list[str]) -> list[str]:
-    from ptxcore.gpu.ncu import ncu_command
+    from ptxcore.gpu.harness.ncu import ncu_command
 
     base = ncu_command(Path("unused.so"), case.problem.name, case.spec.workload_uuid, SEED, 0)
     program = base.index(sys.executable)
@@ -132,8 +132,8 @@ def _ncu_command(case: Case, names: list[str]) -> list[str]:
 
 @pytest.mark.parametrize("problem,file", NCU_SOLUTIONS, ids=[f"{p}/{f}" for p, f in NCU_SOLUTIONS])
 def test_ncu_counts_executed_target_instructions(problem, file, scratch):
-    from ptxcore.gpu.isolation import child_env
-    from ptxcore.gpu.ncu import evidence_from_text
+    from ptxcore.gpu.harness.isolation import child_env
+    from ptxcore.gpu.harness.ncu import evidence_from_text
 
     case = Case(problem, SOL / problem / file, scratch / f"{problem}-{file}")  # the solution test's cache
     case.call()
@@ -156,7 +156,7 @@ def _control(name: str, scratch: Path) -> Case:
 
 
 def test_control_mma_sync_is_correct_without_target_families(scratch):
-    from ptxcore.gpu.baselines import get_baseline
+    from ptxcore.gpu.harness.baselines import get_baseline
 
     case = _control("01_gemm_mma_sync.py", scratch)
     case.call()

@@ -1,6 +1,6 @@
 """Run one Triton kernel.py under Nsight Compute: seeded inputs, `--calls` calls, the last inside the NVTX range.
 
-    ncu ...flags of ptxcore.gpu.ncu... --kernel-name regex:^(k)$ python tests/gpu/triton_profile_driver.py \
+    ncu ...flags of ptxcore.gpu.harness.ncu... --kernel-name regex:^(k)$ python tests/gpu/triton_profile_driver.py \
         --source kernel.py --problem NAME --cache DIR [--workload UUID] [--seed S] [--device N] [--calls 2]
 
 What the judge's `profile` child does for a TVM-FFI library, with the Triton loader instead: the first call
@@ -27,9 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     import torch
-    from ptxcore.gpu.workloads import allocate_outputs, call_args, generate_inputs, resolve_spec
+    from ptxcore.gpu.harness.workloads import allocate_outputs, call_args, generate_inputs, resolve_spec
 
-    from ptxcore.gpu.child import NVTX_RANGE
+    from ptxcore.gpu.child.standalone import NVTX_RANGE
     from ptxcore.problems import get_problem
     from ptxcore.triton.session import TritonSession
 
