@@ -68,6 +68,9 @@ def resolve_config(config_path: str, campaign_id: str | None = None, warehouse: 
         updates["mlflow_tracking_uri"] = mlflow_tracking_uri
     if turns:
         updates["turns"] = turns
+    recorded = config.recorded_verdicts
+    if recorded and not Path(recorded).is_absolute():  # relative to the campaign file, like its other paths
+        updates["recorded_verdicts"] = str((Path(config_path).parent / recorded).resolve())
     return apply_overrides(config, **updates), text
 
 

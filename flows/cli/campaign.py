@@ -152,6 +152,11 @@ def _print_summary(summary) -> None:
     for row in summary.headline:
         table.add_row(*headline_cells(row, compact=True))
     console.print(table)
+    recorded = sum(r.recorded for r in summary.headline)
+    if recorded:
+        console.print(f"[yellow]{recorded} GPU-judged turns reuse verdicts recorded earlier on a GPU[/] (no GPU here; "
+                      "each reused verdict names its GPU, driver and date in the warehouse: evaluations.raw_json "
+                      "-> recorded)", highlight=False)
     not_eval = sum(r.not_evaluated for r in summary.headline)
     if not_eval:
         console.print(f"[yellow]{not_eval} compiled turns are NOT_EVALUATED[/]: no GPU judge "

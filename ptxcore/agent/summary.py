@@ -38,6 +38,8 @@ class HeadlineRow(FrozenModel):
     """Compiled turns with a GPU verdict (not NOT_EVALUATED / INFRA_ERROR)."""
     not_evaluated: int = 0
     """Compiled turns that no GPU judged."""
+    recorded: int = 0
+    """Of the GPU-judged turns: verdicts reused from an earlier GPU judgement (judge route recorded:)."""
     correct: int = 0
     """PASSED turns."""
     target_correct: int = 0
@@ -79,6 +81,7 @@ def headline_rows(turns: Iterable[TurnRecord], trajectories: Iterable[Trajectory
             model=model, arch=arch, trajectories=len(by_traj), turns=len(recs),
             extraction_errors=sum(r.status is EvaluationStatus.EXTRACTION_ERROR for r in recs),
             compiled=len(compiled), gpu_judged=len(judged), not_evaluated=len(compiled) - len(judged),
+            recorded=sum(r.judge is not None and r.judge.recorded is not None for r in judged),
             correct=len(correct), target_correct=len(target),
             trajectories_correct=len({r.trajectory_id for r in correct}),
             trajectories_target_correct=len({r.trajectory_id for r in target}),

@@ -1,0 +1,79 @@
+"""Judge many candidates with ONE GpuJudge on this host's GPU (workload state and reference latencies built once
+per problem), writing one JudgeResult envelope per candidate — the default protocol, exactly what
+`ptxbench eval` would decide, faster than one process per kernel.
+
+    python3 benchmarks/device/judge_batch.py --out DIR [--deadline-s 400] KERNEL.cu@PROBLEM ...
+    python3 benchmarks/device/judge_batch.py --out DIR --replay-export DIR2      # every replay-turn kernel
+                                                                              # (DIR2/<problem>/<name>.cu)
+
+DIR/<problem>__<name>.json is the envelope (`ptxbench eval --json` layout) and DIR/kernels/<problem>__<name>.cu
+the exact text judged (so verdicts can be recorded by kernel hash: benchmarks/record_verdicts.py). A candidate
+whose envelope already exists is skipped (re-running on a warm machine judges the rest); no new judgement starts
+after --deadline-s. Prints one row per candidate and exits 0 (a bad kernel is a verdict, not a failure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+
+def _targets(args: argparse.Namespace) -> list[tuple[Path, str]]:
+    out = []
+    for spec in args.kernels:
+        path, _, problem = spec.rpartition("@")
+        out.append((Path(path), problem))
+    if args.replay_export:
+        for kernel in sorted(Path(args.replay_export).glob("*/*.cu")):
+            out.append((kernel, kernel.parent.name))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("kernels", nargs="*", help="KERNEL.cu@PROBLEM")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--replay-export", default=None)
+    ap.add_argument("--deadline-s", type=float, default=1e9)
+    ap.add_argument("--prefix", default="", help="prefix of the envelope names (e.g. replay__)")
+    args = ap.parse_args()
+
+    from ptxcore.arch import get_architecture
+    from ptxcore.gpu import JudgeConfig, gpu_available
+    from ptxcore.gpu.pipeline.judge import GpuJudge
+    from ptxcore.problems import get_problem
+
+    if not gpu_available():
+        print("no GPU is available on this machine", file=sys.stderr)
+        return 3
+    out = Path(args.out)
+    (out / "kernels").mkdir(parents=True, exist_ok=True)
+    judge, arch, started = GpuJudge(JudgeConfig()), get_architecture("hopper"), time.monotonic()
+    for kernel, problem in _targets(args):
+        name = f"{args.prefix}{problem}__{kernel.stem}"
+        envelope = out / f"{name}.json"
+        if envelope.exists():
+            continue
+        if time.monotonic() - started > args.deadline_s:
+            print(f"{name:70s} not judged (deadline)", flush=True)
+            continue
+        source = kernel.read_text()
+        t0 = time.monotonic()
+        r = judge.judge(source, get_problem(problem), arch)
+        (out / "kernels" / f"{name}.cu").write_text(source)
+        (out / "kernels" / f"{name}.judged_at").write_text(datetime.now(UTC).isoformat(timespec="seconds"))
+        envelope.write_text(r.model_dump_json(indent=1))
+        perf = f"{r.performance.latency_ms:.4f} ms x{r.performance.speedup_factor:.3f}" if r.performance else ""
+        print(f"{name:70s} {r.status.value:20s} {perf:22s} target={r.target_instruction.status.value} "
+              f"({time.monotonic() - t0:.1f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
