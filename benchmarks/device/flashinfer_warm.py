@@ -4,7 +4,7 @@
 
 After benchmarks/device/install_flashinfer.sh has installed FlashInfer into /tmp/site. For each GQA
 problem it builds the workload's inputs exactly as the judge does (ptxcore.gpu.harness.workloads, first seed),
-runs the baseline of benchmarks/device/flashinfer_baseline_draft.py (FlashInfer's ragged prefill, paged
+runs the baseline of ptxcore/gpu/harness/flashinfer.py (FlashInfer's ragged prefill, paged
 prefill and paged decode wrappers; the first call JIT-builds their modules), and compares output and
 lse against the definition's own torch reference in float32 with PTXBench's rule (abs > 1e-2 AND
 rel > 1e-2). With --ours (default) our generated solutions/gqa_*/wgmma_tma.cu kernels are built
@@ -101,7 +101,7 @@ def timed(fn, iters: int) -> tuple[float, float]:  # noqa: ANN001
 
 
 def check_flashinfer(problem, inputs: dict, want: dict, iters: int) -> dict:  # noqa: ANN001
-    from flashinfer_baseline_draft import flashinfer_baseline
+    from ptxcore.gpu.harness.flashinfer import flashinfer_baseline
 
     baseline = flashinfer_baseline(problem)
     result: dict = {}

@@ -11,7 +11,7 @@
 # are not judged again, so calling the script again on the warm machine judges the rest. Every call
 # brings back $OUT/results.tgz (all envelopes so far), $OUT/table.md and the logs.
 # The GQA problems need FlashInfer as their baseline: installed by install_flashinfer.sh (two calls
-# before this one, same warm machine) and integrated into the judge (flashinfer_baseline_draft.py);
+# before this one, same warm machine) and integrated into the judge (ptxcore/gpu/harness/flashinfer.py);
 # until then they are judged INFRA_ERROR (baseline unavailable), which is a result, not a failure here.
 set -u
 START=$(date +%s)

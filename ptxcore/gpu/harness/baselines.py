@@ -60,16 +60,34 @@ def _mha_bwd(causal: bool) -> Baseline:
 
 
 def _flashinfer(problem: Problem) -> Baseline:
+    from ptxcore.gpu.harness.flashinfer import flashinfer_baseline
+
     try:
-        import flashinfer  # noqa: F401
+        return flashinfer_baseline(problem)
     except ImportError as exc:
         raise BaselineUnavailableError(
             f"{problem.name}: baseline library FlashInfer is not installed on this GPU host; "
             "this problem cannot be judged here (no substitute library is used)"
         ) from exc
-    raise BaselineUnavailableError(
-        f"{problem.name}: FlashInfer is installed but its baseline adapter is not implemented yet"
-    )
+    except KeyError as exc:
+        raise BaselineUnavailableError(str(exc.args[0])) from exc
+
+
+def baseline_version(problem: Problem) -> tuple[str, str | None]:
+    """(library, version) of the problem's baseline as this host has it (None: not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    library = problem.extension.baseline.library.value
+    try:
+        if library == "flashinfer":  # the distribution's metadata: no import (FlashInfer's import JIT-loads)
+            return library, version("flashinfer-python")
+        import torch
+
+        if library == "cudnn":
+            return library, str(torch.backends.cudnn.version())
+        return library, f"torch {torch.__version__} (CUDA {torch.version.cuda})"
+    except (ImportError, PackageNotFoundError):
+        return library, None
 
 
 def get_baseline(problem: Problem) -> Baseline:

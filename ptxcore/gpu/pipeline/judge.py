@@ -51,12 +51,17 @@ class GpuContext:
     flusher: object
     capability: tuple[int, int]
 
-    def environment(self) -> EnvironmentInfo:
+    def environment(self, baseline: tuple[str, str | None] | None = None) -> EnvironmentInfo:
+        """The verdict's environment; `baseline`: (library, version) of the problem's baseline (recorded as
+        `baseline:<library>`, "not installed" when absent)."""
         e = self.env
+        versions = {k: e[k] for k in ("cupy", "tvm_ffi", "cuda_driver_api") if e.get(k)}
+        if baseline is not None:
+            versions[f"baseline:{baseline[0]}"] = baseline[1] or "not installed"
         return EnvironmentInfo(
             gpu_name=e["gpu_name"] or None, driver_version=e["driver_version"] or None,
             cuda_toolkit=e["cuda_toolkit"] or None, torch_version=e["torch_version"] or None,
-            library_versions={k: e[k] for k in ("cupy", "tvm_ffi", "cuda_driver_api") if e.get(k)})
+            library_versions=versions)
 
 
 class GpuJudge:
@@ -71,6 +76,7 @@ class GpuJudge:
         self._states: dict[tuple[str, str], WorkloadState] = {}
         self._lock = threading.Lock()
         self._gpu: GpuContext | None = None
+        self._baselines: dict[str, tuple[str, str | None]] = {}
 
     # ---- GPU-side shared objects -------------------------------------------------------------
     def gpu(self) -> GpuContext:
@@ -109,6 +115,13 @@ class GpuJudge:
     def resident_bytes(self) -> dict[str, int]:
         """Device bytes of each resident workload state (inputs and references of every trial)."""
         return {f"{name}/{uuid}": state.bytes_on_gpu for (name, uuid), state in self._states.items()}
+
+    def _baseline_version(self, problem: Problem) -> tuple[str, str | None]:
+        from ptxcore.gpu.harness.baselines import baseline_version
+
+        if problem.name not in self._baselines:
+            self._baselines[problem.name] = baseline_version(problem)
+        return self._baselines[problem.name]
 
     def use_reference_cache(self, root: Path) -> None:
         """Time references into (and read them from) another cache directory."""
@@ -168,7 +181,7 @@ class GpuJudge:
     def _judge_built(self, compiled: CompiledCandidate, source: str, problem: Problem, arch: Architecture,
                      r: ResultBuilder) -> JudgeResult:
         gpu = self.gpu()
-        r.environment = gpu.environment()
+        r.environment = gpu.environment(self._baseline_version(problem))
         _check_arch(arch, gpu.capability)
         try:
             needed = tuple(needed_libraries(compiled.artifact))

@@ -1,11 +1,4 @@
-"""Draft: FlashInfer as the baseline of the three GQA problems (issue 17 item 1), for the lead to integrate.
-
-Where this goes: into the baseline room of ptxcore/gpu (today `ptxcore/gpu/baselines.py`, whatever the
-restructuring names it). `get_baseline` keeps raising BaselineUnavailableError when `import flashinfer`
-fails (never a silent substitute), and otherwise returns `flashinfer_baseline(problem)`. The version
-(`flashinfer_version()`) belongs in every verdict's EnvironmentInfo (the baseline library's version).
-It lives here, outside ptxcore, only while ptxcore/gpu is being restructured; benchmarks/device/
-flashinfer_warm.py imports it on the GPU host to prove the semantics against the definitions' references.
+"""FlashInfer as the baseline of the three GQA problems (its wrappers, with the definitions' semantics).
 
 A baseline is `Callable[[dict], dict]`: inputs by name in, outputs by name out (the harness copies them
 into the destination buffers outside the timed window). Semantics, from the definitions:
@@ -13,15 +6,15 @@ into the destination buffers outside the timed window). Semantics, from the defi
   * paged prefill:  BatchPrefillWithPagedKVCacheWrapper(page_size=1, causal=True).run(q, (k_cache, v_cache));
   * paged decode:   BatchDecodeWithPagedKVCacheWrapper(page_size=1).run(q, (k_cache, v_cache));
   kv layout NHD ([pages, page_size, kv_heads, head_dim]), sm_scale from the workload's scalar input,
-  lse as FlashInfer returns it (base 2; the warm script checks this against the definitions).
-FlashInfer's causal mask is aligned bottom-right (query i of a sequence sees keys j <= i + kv_len -
-q_len), as the definitions' references.
+  lse as FlashInfer returns it (base 2, the GQA definitions' convention; benchmarks/device/flashinfer_warm.py
+  checks it against the definitions' references on the GPU host).
+FlashInfer's causal mask is aligned bottom-right (query i of a sequence sees keys j <= i + kv_len - q_len),
+as the definitions' references.
 
-`plan()` runs on the host (it reads the index arrays and schedules the work); it must not be inside the
-timed window, and it has to be redone when the index arrays change (each correctness trial draws new
-page ids). `_Planned` keeps a host copy of the arrays it planned for and compares the current ones by a
-device-to-host copy (a memcpy, not a kernel: CUPTI's kernel spans that time the baseline do not see it),
-so a repeated call with the same arrays launches only FlashInfer's attention kernels.
+`plan()` runs on the host (it reads the index arrays and schedules the work); it is redone only when the index
+arrays change (each correctness trial draws new page ids): `_Planned` keeps a host copy of the arrays it
+planned for and compares the current ones after a device-to-host copy (a memcpy, not a kernel, so the CUPTI
+kernel spans that time the baseline do not include it).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""benchmarks/device/flashinfer_baseline_draft.py on the CPU, with a fake `flashinfer` module.
+"""ptxcore.gpu.harness.flashinfer on the CPU, with a fake `flashinfer` module.
 
 Checks the adapters' mapping of the definitions onto FlashInfer's wrappers (heads, page size 1, causal,
 sm_scale, NHD, last_page_len), the re-plan rule (only when the index arrays change) and the refusals.
@@ -7,28 +7,14 @@ The real wrappers run on the GPU host (benchmarks/device/flashinfer_warm.py).
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import types
 
 import pytest
 import torch
 
+from ptxcore.gpu.harness import flashinfer as DRAFT
 from ptxcore.problems import load_catalog
-
-from .kernel_source import SOLUTIONS
-
-DRAFT_PATH = SOLUTIONS.parent / "benchmarks" / "device" / "flashinfer_baseline_draft.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("flashinfer_baseline_draft", DRAFT_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-DRAFT = _load()
 
 
 class FakeWrapper:
