@@ -23,7 +23,7 @@ from functools import cache
 from typing import Any
 
 from prefect import task
-from prefect.cache_policies import NO_CACHE
+from prefect.cache_policies import CachePolicy
 
 from ptxcore.arch import Architecture, get_architecture
 from ptxcore.compile import CompiledCandidate
@@ -52,13 +52,29 @@ def _judge_here(arch: str, source: str, compiled: CompiledCandidate, problem: st
     return result
 
 
-@task(name="judge-on-hopper", task_run_name="judge-on-hopper {label}", cache_policy=NO_CACHE)
+class EachTaskRun(CachePolicy):
+    """A result key per task run: every judgement runs, and its result is persisted where the campaign host reads it.
+
+    Not NO_CACHE: Prefect's task worker replaces NO_CACHE by DEFAULT (inputs + task source + flow run id), under
+    which a second judgement of the same kernel text in one campaign came back `Cached` with the first one's
+    verdict, without judging; and the campaign's wait then missed that Cached completion until its timeout
+    (tests/hosts/test_two_hosts.py found both)."""
+
+    def compute_key(self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any],
+                    **kwargs: Any) -> str | None:
+        return f"judge-task-run-{task_ctx.task_run.id}" if task_ctx else None
+
+
+EACH_TASK_RUN = EachTaskRun()
+
+
+@task(name="judge-on-hopper", task_run_name="judge-on-hopper {label}", cache_policy=EACH_TASK_RUN)
 def judge_on_hopper(source: str, compiled: CompiledCandidate, problem: str, label: str) -> JudgeResult:
     """Served by `ptxbench worker --arch hopper`."""
     return _judge_here("hopper", source, compiled, problem)
 
 
-@task(name="judge-on-blackwell", task_run_name="judge-on-blackwell {label}", cache_policy=NO_CACHE)
+@task(name="judge-on-blackwell", task_run_name="judge-on-blackwell {label}", cache_policy=EACH_TASK_RUN)
 def judge_on_blackwell(source: str, compiled: CompiledCandidate, problem: str, label: str) -> JudgeResult:
     """Served by `ptxbench worker --arch blackwell`."""
     return _judge_here("blackwell", source, compiled, problem)

@@ -3,6 +3,8 @@
 - `gpu`: needs an NVIDIA GPU; skipped automatically where none is visible.
 - `llm`: calls a real LLM API; skipped unless --run-llm is given.
 - `slow`: long-running; runs by default, deselect with -m "not slow".
+- `netns`: builds test hosts in network namespaces (root, iproute2); skipped unless --run-netns is given.
+- `browser`: headless Chromium against the Prefect/MLflow UIs; skipped unless --run-browser is given.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ def gpu_available() -> bool:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-llm", action="store_true", help="run tests that call real LLM APIs")
+    parser.addoption("--run-netns", action="store_true", help="run tests that build hosts in network namespaces")
+    parser.addoption("--run-browser", action="store_true", help="run tests that drive headless Chromium")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -43,6 +47,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_gpu)
         if "llm" in item.keywords and not config.getoption("--run-llm"):
             item.add_marker(skip_llm)
+        for marker in ("netns", "browser"):
+            if item.get_closest_marker(marker) is not None and not config.getoption(f"--run-{marker}"):
+                item.add_marker(pytest.mark.skip(reason=f"opt-in: needs --run-{marker}"))
 
 
 @pytest.fixture(scope="session")
