@@ -9,9 +9,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,16 +17,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def gpu_available() -> bool:
-    if os.environ.get("PTXBENCH_FORCE_NO_GPU"):
-        return False
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return False
-    try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return out.returncode == 0 and "GPU" in out.stdout
+    """The project's one GPU probe (ptxcore.gpu.probe; PTXBENCH_FORCE_NO_GPU=1 turns it off)."""
+    from ptxcore.gpu.probe import gpu_available as probe
+
+    return probe()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
