@@ -28,6 +28,8 @@ from ptxcore.compile import CompiledCandidate
 from ptxcore.problems import Problem, get_problem
 from ptxcore.schema import EvaluationStatus, JudgeResult, TargetInstructionEvidence
 
+from .states import outcome
+
 log = logging.getLogger(__name__)
 
 
@@ -156,4 +158,4 @@ def judge_kernel(backend: JudgeBackend, source: str, compiled: CompiledCandidate
     result = backend.judge(source, get_problem(problem), get_architecture(arch), compiled)
     if result.status is EvaluationStatus.INFRA_ERROR:
         raise InfraFailure(result)
-    return result
+    return outcome(result.status.value, result.reason or result.status.value, result)  # type: ignore[return-value]
