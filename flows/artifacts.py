@@ -109,6 +109,8 @@ def tag_this_flow_run(tags: Sequence[str]) -> None:
     from prefect.client.orchestration import get_client
     from prefect.runtime import flow_run
 
+    if not flow_run.id:  # called outside a flow run (e.g. `.fn`)
+        return
     current = list(flow_run.tags or [])
     with get_client(sync_client=True) as client:
         client.update_flow_run(flow_run.id, tags=current + [t for t in tags if t not in current])

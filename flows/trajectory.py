@@ -40,6 +40,14 @@ BODY_STARTED: contextvars.ContextVar[Callable[[], None] | None] = contextvars.Co
 """Called when a trajectory's flow body starts, i.e. once Prefect has created its run (flows/campaign.py)."""
 
 
+def _signal_body_started() -> None:
+    # A function, not the ContextVar itself, in the flow body: Prefect pickles the flow function by value when
+    # it hands its context to a task worker, and a ContextVar cannot be pickled (a module function travels by name).
+    started = BODY_STARTED.get()
+    if started is not None:
+        started()
+
+
 def run_name(plan: TrajectoryPlan) -> str:
     """The trajectory's flow-run name: campaign id first, so two campaigns' runs tell apart in any list."""
     return f"{plan.campaign_id}: {plan.label}"
@@ -125,9 +133,7 @@ def _final(plan: TrajectoryPlan, runtime: CampaignRuntime, **fields: object) -> 
 def trajectory_flow(plan: TrajectoryPlan, runtime_key: str) -> TrajectoryRecord:
     """Run (or resume) one trajectory; every turn is recorded before the next model call. Called with
     `with_options(flow_run_name=run_name(plan))` (flows/campaign.py)."""
-    started = BODY_STARTED.get()
-    if started is not None:
-        started()
+    _signal_body_started()
     runtime = get_runtime(runtime_key)
     prompt = runtime.prompt_builder(plan)
     records: list[TurnRecord] = list(runtime.recorded.get(plan.trajectory_id, []))
