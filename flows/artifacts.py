@@ -169,7 +169,8 @@ def publish_headline(summary: CampaignSummary, rows: list[HeadlineRow]) -> None:
     create_table_artifact(table, key=artifact_key(summary.campaign_id, "headline-table"),
                           description=f"Campaign {summary.campaign_id}: headline table")
     notes = [f"- warehouse: `{summary.warehouse}`",
-             f"- MLflow: `{summary.mlflow_tracking_uri}` experiment `{summary.mlflow_experiment}`",
+             f"- MLflow: `{summary.mlflow_tracking_uri}` experiment `{summary.mlflow_experiment}` "
+             f"(runs at `<MLflow UI>/{summary.mlflow_ui_path}`)",
              f"- judges: {', '.join(f'{a}={b}' for a, b in summary.judges.items())}",
              f"- turns recorded: {summary.turns_recorded} ({summary.turns_this_run} in this run)"]
     if summary.errors:

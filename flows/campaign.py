@@ -51,7 +51,7 @@ from .limits import ensure_limits, wanted_limits
 from .logs import bridge_run_logs
 from .replay import make_clients, register_warehouse_replays
 from .runtime import CampaignRuntime, register_runtime, unregister_runtime
-from .tracking import MlflowTracker, default_tracking_uri, experiment_name
+from .tracking import MlflowTracker, default_tracking_uri, experiment_name, experiment_ui_path
 from .trajectory import BODY_STARTED, run_name, trajectory_flow
 from .writer import RecordWriter
 
@@ -325,7 +325,8 @@ def _finish(config: CampaignConfig, plans: list[TrajectoryPlan], writer: RecordW
     markdown = headline_markdown(rows)
     summary = CampaignSummary(
         campaign_id=config.id, warehouse=str(wh_path), mlflow_tracking_uri=uri,
-        mlflow_experiment=experiment_name(config.id), trajectories_planned=len(plans),
+        mlflow_experiment=experiment_name(config.id),
+        mlflow_ui_path=experiment_ui_path(writer.call(lambda wh, tr: tr.experiment_id)), trajectories_planned=len(plans),
         trajectories_run=trajectories_run, turns_planned_max=sum(p.agent.max_turns for p in plans),
         turns_recorded=len(turns), turns_this_run=turns_this_run, errors=errors,
         judges={a: j.name for a, j in judges.items()}, headline=rows, headline_markdown=markdown,

@@ -5,8 +5,9 @@ threads); per-turn metrics use step = turn and are written in one `log_batch` (a
 metric marks the step as logged, so re-logging after a crash or on resume never duplicates a step.
 Only the campaign's writer thread calls this class.
 
-What a person sees: the experiment is tagged as a model-development experiment, so MLflow 3's UI opens it on
-its runs (not on the GenAI traces overview); child runs are named by what varies across the campaign (the
+What a person sees: the experiment is tagged as a model-development experiment (MLflow 3 UIs up to the
+GenAI/model-training switch open such an experiment on its runs; with the switch, `experiment_ui_path` is the
+link that does); child runs are named by what varies across the campaign (the
 problem, in a one-model one-variant campaign) and tagged with everything; a turn nobody judged logs no
 `correct` / `target_executed` (ptxcore.agent.records.step_metrics); feedback is plain text (`feedback.txt`,
 line breaks kept) and the kernel is logged twice — `kernel.cu` to download, `kernel.cu.txt` for the artifact
@@ -55,6 +56,13 @@ def default_tracking_uri(mlruns: Path | None = None) -> str:
 
 def experiment_name(campaign_id: str) -> str:
     return f"ptxbench/{campaign_id}"
+
+
+def experiment_ui_path(experiment_id: str) -> str:
+    """The experiment's runs table in the MLflow UI, relative to the UI's address. MLflow 3.17's UI picks GenAI
+    or model-training pages by a browser-wide switch (default GenAI), not by the experiment's kind tag; this
+    query selects model training, whose default page is the runs."""
+    return f"#/experiments/{experiment_id}?workflowType=machine_learning"
 
 
 def short_run_names(plans: Iterable[TrajectoryPlan]) -> dict[str, str]:

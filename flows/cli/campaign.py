@@ -151,13 +151,20 @@ def print_headline(title: str, rows, judges: dict[str, str] | None = None) -> No
                       "--profiler URL to judge them.", markup=False, highlight=False)
 
 
+def _mlflow_ui_hint(summary) -> str:
+    uri, path = summary.mlflow_tracking_uri, summary.mlflow_ui_path
+    if uri.startswith(("http://", "https://")):
+        return f"runs at {uri.rstrip('/')}/{path}"
+    return f"`mlflow ui --backend-store-uri {uri}`, then open /{path}"
+
+
 def _print_summary(summary) -> None:
     print_headline(f"Campaign {summary.campaign_id}: headline", summary.headline, summary.judges)
     console = console_for()
     console.print(f"turns recorded: {summary.turns_recorded} ({summary.turns_this_run} in this run) of at most "
                   f"{summary.turns_planned_max}; trajectories: {summary.trajectories_planned}", highlight=False)
     console.print(f"warehouse: {summary.warehouse}\nMLflow: {summary.mlflow_tracking_uri} "
-                  f"(experiment {summary.mlflow_experiment})", highlight=False, markup=False)
+                  f"(experiment {summary.mlflow_experiment}; {_mlflow_ui_hint(summary)})", highlight=False, markup=False)
     for err in summary.errors:
         console.print(f"[red]error[/] {err}", highlight=False)
     if summary.errors:

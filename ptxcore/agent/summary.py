@@ -184,6 +184,9 @@ class CampaignSummary(FrozenModel):
     """MLflow store."""
     mlflow_experiment: str
     """Experiment name."""
+    mlflow_ui_path: str = ""
+    """Where the MLflow UI shows the experiment's runs, relative to the UI's address
+    (`#/experiments/<id>?workflowType=machine_learning`; MLflow 3.17 otherwise opens its GenAI pages)."""
     trajectories_planned: int = 0
     """Trajectories in the campaign."""
     trajectories_run: int = 0

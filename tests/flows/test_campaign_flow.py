@@ -55,6 +55,8 @@ def test_campaign_end_to_end_then_resume_without_duplicates(flow_env):
     assert "| replay/scripted | hopper | 2 | 6 |" in summary.headline_markdown
 
     _check_mlflow_matches(flow_env["mlflow_uri"], "e2e", turns)
+    exp_id = MlflowClient(flow_env["mlflow_uri"]).get_experiment_by_name("ptxbench/e2e").experiment_id
+    assert summary.mlflow_ui_path == f"#/experiments/{exp_id}?workflowType=machine_learning"  # opens on the runs
     _check_prefect_names_limits_artifacts()
 
     again = run(flow_env, "e2e", judge_plugin=FAKE)
