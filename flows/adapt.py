@@ -129,7 +129,7 @@ def repair_flow(ctx: BuildContext, profilers: dict[str, str] | None = None, mlfl
     plan = plan_repair_task(ctx)
     config = _repair_config(plan.config, mlflow_tracking_uri)
     prompts = {tid: Prompt(system=p.system, user=p.user, sha256=p.sha256) for tid, p in plan.prompts.items()}
-    summary = run_campaign(config, plan.config_text, plan.plans, judge_plugin,
+    summary, _ = run_campaign(config, plan.config_text, plan.plans, judge_plugin,
                            prompt_builder=lambda trajectory: prompts[trajectory.trajectory_id], profilers=profilers)
     finish_repair_task(ctx)
     return summary

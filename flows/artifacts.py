@@ -1,9 +1,17 @@
-"""Prefect UI artifacts of a campaign: a progress bar, a progress table and the headline table."""
+"""What the Prefect UI shows of a campaign besides its runs: artifacts, run tags and outcome states.
+
+Campaign flow run: a live progress bar ("n of at most N turns, m of T trajectories done"), a status table
+republished while it runs, the headline table at the end, tags campaign:/model:/arch:, and a final state whose
+message sums the verdicts. Trajectory flow runs: tags campaign:/model:/arch:/variant:/problem:, a table of
+their turns, and a final state named by the best verdict.
+"""
 
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
+from collections.abc import Sequence
 from uuid import UUID
 
 from prefect.artifacts import (
@@ -12,10 +20,12 @@ from prefect.artifacts import (
     create_table_artifact,
     update_progress_artifact,
 )
+from prefect.states import State
 
 from ptxcore.agent import CampaignSummary, HeadlineRow, TrajectoryPlan
 from ptxcore.agent.summary import HEADER, headline_cells
-from ptxcore.schema import TrajectoryRecord
+from ptxcore.schema import EvaluationStatus, TrajectoryRecord, TurnRecord
+from tasks.states import outcome
 
 
 def artifact_key(campaign_id: str, what: str) -> str:
@@ -25,36 +35,133 @@ def artifact_key(campaign_id: str, what: str) -> str:
 
 
 class ProgressArtifact:
-    """The campaign's progress bar: finished trajectories count their whole budget, others their turns."""
+    """The campaign's progress bar: finished trajectories count their whole budget, others their turns; its
+    description says how many turns are recorded and how many trajectories are done."""
 
     def __init__(self, campaign_id: str, plans: list[TrajectoryPlan]) -> None:
         self.planned = sum(p.agent.max_turns for p in plans) or 1
+        self.campaign_id = campaign_id
         self.id: UUID = create_progress_artifact(
-            0.0, key=artifact_key(campaign_id, "progress"), description=f"Campaign {campaign_id}: turns"
+            0.0, key=artifact_key(campaign_id, "progress"), description=f"Campaign {campaign_id}: starting"
         )
-        self.last = -1.0
+        self.last: tuple[float, str] = (-1.0, "")
 
-    def update(self, units_done: int) -> float:
+    def update(self, units_done: int, description: str = "") -> float:
         pct = round(min(100.0, 100.0 * units_done / self.planned), 1)
-        if pct != self.last:
-            update_progress_artifact(self.id, pct)
-            self.last = pct
+        if (pct, description) != self.last:
+            update_progress_artifact(self.id, pct, description=f"Campaign {self.campaign_id}: {description}"
+                                     if description else None)
+            self.last = (pct, description)
         return pct
 
 
-def progress_markdown(campaign_id: str, plans: list[TrajectoryPlan], records: dict[str, TrajectoryRecord]) -> str:
-    stops = Counter(r.stop_reason.value for r in records.values())
-    turns = sum(r.num_turns for r in records.values())
+def progress_line(turns: int, turns_max: int, done: int, trajectories: int) -> str:
+    return f"{turns} of at most {turns_max} turns recorded, {done} of {trajectories} trajectories done"
+
+
+def progress_markdown(campaign_id: str, plans: list[TrajectoryPlan], records: dict[str, TrajectoryRecord],
+                      turns: int | None = None) -> str:
+    """Trajectories by state; `records` holds the finished ones (and any other recorded so far)."""
+    finished = {k: r for k, r in records.items() if r.finished_at}
+    stops = Counter(r.stop_reason.value for r in finished.values())
+    waiting = len(plans) - len(finished)
+    turns = sum(r.num_turns for r in records.values()) if turns is None else turns
     lines = [f"# Campaign `{campaign_id}`", "",
-             f"{len(plans)} trajectories planned; {turns} turns recorded.", "",
-             "| stop reason | trajectories |", "|---|---|"]
+             progress_line(turns, sum(p.agent.max_turns for p in plans), len(finished), len(plans)) + ".", "",
+             "| state | trajectories |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in sorted(stops.items())]
+    if waiting:
+        lines.append(f"| running or waiting | {waiting} |")
     return "\n".join(lines)
 
 
+class StatusArtifact:
+    """The campaign's status table, republished (a new version of one keyed artifact) at most every `every_s`."""
+
+    def __init__(self, campaign_id: str, plans: list[TrajectoryPlan], every_s: float = 10.0) -> None:
+        self.campaign_id, self.plans, self.every_s = campaign_id, plans, every_s
+        self.published_at = float("-inf")
+
+    def publish(self, records: dict[str, TrajectoryRecord], turns: int | None = None, force: bool = False) -> bool:
+        if not force and time.monotonic() - self.published_at < self.every_s:
+            return False
+        create_markdown_artifact(progress_markdown(self.campaign_id, self.plans, records, turns),
+                                 key=artifact_key(self.campaign_id, "status"), description="Campaign progress")
+        self.published_at = time.monotonic()
+        return True
+
+
 def publish_progress(campaign_id: str, plans: list[TrajectoryPlan], records: dict[str, TrajectoryRecord]) -> None:
-    create_markdown_artifact(progress_markdown(campaign_id, plans, records),
-                             key=artifact_key(campaign_id, "status"), description="Campaign progress")
+    StatusArtifact(campaign_id, plans).publish(records, force=True)
+
+
+def campaign_tags(campaign_id: str, models: Sequence[str], archs: Sequence[str]) -> list[str]:
+    return [f"campaign:{campaign_id}", *(f"model:{m}" for m in models), *(f"arch:{a}" for a in archs)]
+
+
+def trajectory_tags(plan: TrajectoryPlan) -> list[str]:
+    return [f"campaign:{plan.campaign_id}", f"model:{plan.model.name}", f"arch:{plan.arch}",
+            f"variant:{plan.prompt_variant}", f"problem:{plan.problem}"]
+
+
+def tag_this_flow_run(tags: Sequence[str]) -> None:
+    """Add tags to the running flow run (its own tags are fixed when it is created)."""
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+
+    if not flow_run.id:  # called outside a flow run (e.g. `.fn`)
+        return
+    current = list(flow_run.tags or [])
+    with get_client(sync_client=True) as client:
+        client.update_flow_run(flow_run.id, tags=current + [t for t in tags if t not in current])
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return "n/a" if x is None else format(x, spec)
+
+
+def turn_rows(records: Sequence[TurnRecord]) -> list[dict[str, str]]:
+    """One row per turn: verdict, build, target instructions, error or speedup, tokens, first feedback line."""
+    rows = []
+    for r in sorted(records, key=lambda r: r.turn):
+        err = r.judge.correctness if r.judge is not None else None
+        rows.append({
+            "turn": str(r.turn), "status": r.status.value, "compile": r.compile.status.value if r.compile else "n/a",
+            "target instructions": r.target_instruction.value, "speedup": _fmt(r.speedup, ".2f"),
+            "max abs error": _fmt(err.max_absolute_error if err else None, ".3g"),
+            "reasoning tokens": str(r.usage.reasoning_tokens), "completion tokens": str(r.usage.completion_tokens),
+            "feedback": (r.feedback.strip().splitlines() or [""])[0][:160],
+        })
+    return rows
+
+
+def publish_turn_table(plan: TrajectoryPlan, records: Sequence[TurnRecord]) -> None:
+    """The trajectory's turns as a table artifact of its flow run (no key: it belongs to the run)."""
+    if records:
+        create_table_artifact(turn_rows(records), description=f"{plan.label}: turns")
+
+
+def trajectory_state(final: TrajectoryRecord, records: Sequence[TurnRecord]) -> State:
+    """Completed, named PASSED if any turn passed, else by the last turn's verdict (the stop reason when there
+    was no turn); the message gives the stop reason, the verdicts in order and the best speedup."""
+    statuses = [r.status for r in sorted(records, key=lambda r: r.turn)]
+    if EvaluationStatus.PASSED in statuses:
+        name = EvaluationStatus.PASSED.value
+    else:
+        name = statuses[-1].value if statuses else final.stop_reason.value.upper()
+    best = f"; best speedup {final.best_speedup:.2f}x" if final.best_speedup is not None else ""
+    seq = " → ".join(s.value for s in statuses) or "no turn"
+    return outcome(name, f"{final.stop_reason.value} after {final.num_turns} turns: {seq}{best}", final)
+
+
+def campaign_state(summary: CampaignSummary, turns: Sequence[TurnRecord]) -> State:
+    """Completed, named NOT_EVALUATED when no turn was GPU-judged, PARTIAL when trajectories failed."""
+    counts = Counter(t.status.value for t in turns)
+    judged = sum(r.gpu_judged for r in summary.headline)
+    name = "PARTIAL" if summary.errors else "NOT_EVALUATED" if not judged and counts else "Completed"
+    verdicts = ", ".join(f"{v} {k}" for k, v in counts.most_common())
+    return outcome(name, f"{summary.turns_recorded} turns ({summary.turns_this_run} this run): {verdicts or 'none'}; "
+                   f"{len(summary.errors)} trajectories with errors", summary)
 
 
 def publish_headline(summary: CampaignSummary, rows: list[HeadlineRow]) -> None:
@@ -62,7 +169,8 @@ def publish_headline(summary: CampaignSummary, rows: list[HeadlineRow]) -> None:
     create_table_artifact(table, key=artifact_key(summary.campaign_id, "headline-table"),
                           description=f"Campaign {summary.campaign_id}: headline table")
     notes = [f"- warehouse: `{summary.warehouse}`",
-             f"- MLflow: `{summary.mlflow_tracking_uri}` experiment `{summary.mlflow_experiment}`",
+             f"- MLflow: `{summary.mlflow_tracking_uri}` experiment `{summary.mlflow_experiment}` "
+             f"(runs at `<MLflow UI>/{summary.mlflow_ui_path}`)",
              f"- judges: {', '.join(f'{a}={b}' for a, b in summary.judges.items())}",
              f"- turns recorded: {summary.turns_recorded} ({summary.turns_this_run} in this run)"]
     if summary.errors:

@@ -6,17 +6,19 @@ its last recorded turn), finished trajectories are skipped, and MLflow is reconc
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import subprocess
+import threading
 import uuid
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from prefect import flow
-from prefect.futures import wait
+from prefect import flow, tags
 from prefect.runtime import flow_run
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from ptxcore.agent import (
     AgentState,
@@ -38,14 +40,24 @@ from ptxcore.judge.route import parse_file_routes, resolve_routes
 from ptxcore.schema import CampaignRecord, StopReason, TrajectoryRecord, TurnRecord, text_sha256
 from tasks import remote_judge  # noqa: F401 - registers the `prefect` route's backend
 
-from .artifacts import ProgressArtifact, publish_headline, publish_progress
+from .artifacts import (
+    ProgressArtifact,
+    StatusArtifact,
+    campaign_state,
+    campaign_tags,
+    progress_line,
+    publish_headline,
+    tag_this_flow_run,
+    trajectory_tags,
+)
 from .limits import ensure_limits, wanted_limits
+from .logs import bridge_run_logs
 from .preflight import preflight_run
 from .replay import make_clients, register_warehouse_replays
 from .retrieval import campaign_augmenter, file_notes
 from .runtime import CampaignRuntime, PromptBuilder, assembled_prompt, register_runtime, unregister_runtime
-from .tracking import MlflowTracker, default_tracking_uri, experiment_name
-from .trajectory import run_trajectory
+from .tracking import MlflowTracker, default_tracking_uri, experiment_name, experiment_ui_path
+from .trajectory import BODY_STARTED, run_name, trajectory_flow
 from .writer import RecordWriter
 
 log = logging.getLogger(__name__)
@@ -148,48 +160,84 @@ class _Progress:
     def __init__(self, plans: list[TrajectoryPlan], recorded: dict[str, list[TurnRecord]]) -> None:
         self.turns = {p.trajectory_id: len(recorded.get(p.trajectory_id, [])) for p in plans}
         self.budget = {p.trajectory_id: p.agent.max_turns for p in plans}
-        self.finished: set[str] = set()
+        self.finished: dict[str, TrajectoryRecord | None] = {}
         self.this_run = 0
         self.last = ""
 
     def on_turn(self, record: TurnRecord) -> None:
         self.turns[record.trajectory_id] = max(self.turns.get(record.trajectory_id, 0), record.turn + 1)
         self.this_run += 1
-        self.last = f"{record.trajectory_id} turn {record.turn}: {record.status.value}"
+        self.last = f"{record.problem} #{record.trajectory_id.rsplit('/', 1)[-1]} turn {record.turn}: " \
+                    f"{record.status.value}"
 
     def units(self) -> int:
         return sum(self.budget[t] if t in self.finished else min(n, self.budget[t]) for t, n in self.turns.items())
 
+    def line(self) -> str:
+        return progress_line(sum(self.turns.values()), sum(self.budget.values()), len(self.finished), len(self.budget))
+
+    def records(self) -> dict[str, TrajectoryRecord]:
+        return {k: r for k, r in self.finished.items() if r is not None}
+
 
 def _notify(progress: _Progress, artifact: ProgressArtifact) -> None:
     units = progress.units()
-    artifact.update(units)
+    artifact.update(units, progress.line())
     for listener in list(PROGRESS_LISTENERS):
         listener(units, artifact.planned, progress.last)
 
 
-def _run_trajectories(todo: list[TrajectoryPlan], key: str, workers: int, progress: _Progress,
-                      artifact: ProgressArtifact) -> tuple[dict[str, TrajectoryRecord], list[str]]:
-    results: dict[str, TrajectoryRecord] = {}
+def _one_trajectory(plan: TrajectoryPlan, key: str, creating: threading.Lock) -> TrajectoryRecord:
+    """One trajectory subflow, on a pool thread in a copy of the campaign's context: a direct child of the
+    campaign run (no wrapper task), tagged, named with the campaign id, its arguments quoted so that Prefect
+    infers no dependency on other trajectories from shared values.
+
+    Subflow runs are created one at a time (`creating` is held from the call until the subflow's body starts):
+    Prefect numbers a flow's subflow runs with a counter in the parent run's context, which two threads could
+    read at once, and two subflows with one number would be merged into one run."""
+    released = False
+
+    def release() -> None:
+        nonlocal released
+        if not released:
+            released = True
+            creating.release()
+
+    creating.acquire()
+    token = BODY_STARTED.set(release)
+    try:
+        with tags(*trajectory_tags(plan)):
+            return trajectory_flow.with_options(flow_run_name=run_name(plan))(plan=quote(plan), runtime_key=quote(key))
+    finally:
+        BODY_STARTED.reset(token)
+        release()
+
+
+def _run_trajectories(todo: list[TrajectoryPlan], runtime: CampaignRuntime, key: str, progress: _Progress,
+                      artifact: ProgressArtifact, status: StatusArtifact) -> list[str]:
     errors: list[str] = []
     if not todo:
-        return results, errors
-    with ThreadPoolTaskRunner(max_workers=workers) as runner:
-        futures = {runner.submit(run_trajectory, parameters={"plan": p, "runtime_key": key}): p for p in todo}
-        pending = list(futures)
+        return errors
+    creating = threading.Lock()
+    with ThreadPoolExecutor(max_workers=runtime.config.concurrency.trajectories,
+                            thread_name_prefix="trajectory") as pool:
+        futures: dict[Future, TrajectoryPlan] = {
+            pool.submit(contextvars.copy_context().run, _one_trajectory, p, key, creating): p for p in todo}
+        pending = set(futures)
         while pending:
-            done, not_done = wait(pending, timeout=2)
+            done, pending = wait(pending, timeout=2, return_when=FIRST_COMPLETED)
             for future in done:
                 plan = futures[future]
-                progress.finished.add(plan.trajectory_id)
                 try:
-                    results[plan.trajectory_id] = future.result()
+                    progress.finished[plan.trajectory_id] = future.result()
                 except Exception as exc:  # noqa: BLE001 - one trajectory's failure does not stop the others
+                    progress.finished[plan.trajectory_id] = None
                     errors.append(f"{plan.trajectory_id}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
                     log.error("trajectory %s failed: %s", plan.trajectory_id, exc)
-            pending = list(not_done)
             _notify(progress, artifact)
-    return results, errors
+            if done:
+                status.publish({**runtime.trajectories, **progress.records()}, sum(progress.turns.values()))
+    return errors
 
 
 def select_judges(config: CampaignConfig, cli_routes: dict[str, str] | None, plugin: str | None) -> dict[str, JudgeBackend]:
@@ -217,12 +265,14 @@ def _pending(plans: list[TrajectoryPlan], runtime: CampaignRuntime, progress: _P
         if reason is None:
             todo.append(plan)
             continue
-        progress.finished.add(plan.trajectory_id)
+        record = earlier
         if earlier is None or earlier.stop_reason is not reason:
             speedups = [t.speedup for t in recorded if t.speedup is not None]
-            runtime.writer.record_trajectory(plan.record(
+            record = plan.record(
                 num_turns=len(recorded), stop_reason=reason, best_speedup=max(speedups) if speedups else None,
-                started_at=earlier.started_at if earlier else "", finished_at=now_iso()))
+                started_at=earlier.started_at if earlier else "", finished_at=now_iso())
+            runtime.writer.record_trajectory(record)
+        progress.finished[plan.trajectory_id] = record
     return todo
 
 
@@ -236,25 +286,29 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
     Overrides of the campaign file: campaign_id, warehouse, profilers (arch -> URL), mlflow_tracking_uri,
     turns (a smaller budget for a quick run; the same id with more turns later extends it).
     """
+    bridge_run_logs()
     config, text = resolve_config(config_path, campaign_id, warehouse, mlflow_tracking_uri=mlflow_tracking_uri,
                                   turns=turns)
+    tag_this_flow_run(campaign_tags(config.id, [m.name for m in config.models], config.architectures))
     for warning in preflight_run(config, warehouse_path(config), config_path, text).warnings:
         log.warning(warning)  # nothing is created before this passes
     notes = file_notes(config, config_path)  # a bad notes file is refused before anything is written
-    return run_campaign(config, text, plan_campaign(config), judge_plugin, profilers=profilers, notes=notes)
+    summary, turns_all = run_campaign(config, text, plan_campaign(config), judge_plugin, profilers=profilers,
+                                      notes=notes)
+    return campaign_state(summary, turns_all)  # type: ignore[return-value]
 
 
 def run_campaign(config: CampaignConfig, text: str, plans: list[TrajectoryPlan], judge_plugin: str | None = None,
                  prompt_builder: PromptBuilder | None = None, profilers: dict[str, str] | None = None,
-                 notes=None) -> CampaignSummary:  # noqa: ANN001 - repair-retrieval notes (flows.retrieval)
+                 notes=None) -> tuple[CampaignSummary, list[TurnRecord]]:  # noqa: ANN001 - flows.retrieval notes
     """Run (or resume) the given trajectories of a campaign inside the calling flow: limits, writer, judges,
-    fan-out, summary. `prompt_builder` overrides how a plan's messages are built (adapt's repair campaigns);
-    `profilers` are the command line's judge routes (arch -> route)."""
+    fan-out; returns the summary and every turn of the campaign. `prompt_builder` overrides how a plan's
+    messages are built (adapt's repair campaigns); `profilers` are the command line's judge routes."""
     wh_path = warehouse_path(config)
     ensure_limits(wanted_limits(config, plans))
     uri, artifact_root = tracking_uri(config)
     plan_by_id = {p.trajectory_id: p for p in plans}
-    writer = RecordWriter(wh_path, lambda: MlflowTracker(uri, config.id, artifact_root), plan_by_id).start()
+    writer = RecordWriter(wh_path, lambda: MlflowTracker(uri, config.id, artifact_root, plans), plan_by_id).start()
     key = f"{config.id}:{uuid.uuid4().hex[:8]}"
     try:
         augmenter = campaign_augmenter(config, notes, writer)
@@ -271,10 +325,11 @@ def run_campaign(config: CampaignConfig, text: str, plans: list[TrajectoryPlan],
         progress = _Progress(plans, recorded)
         writer.listeners.append(progress.on_turn)
         todo = _pending(plans, runtime, progress)
-        artifact = ProgressArtifact(config.id, plans)
+        artifact, status = ProgressArtifact(config.id, plans), StatusArtifact(config.id, plans)
         _notify(progress, artifact)
+        status.publish({**trajectories, **progress.records()}, sum(progress.turns.values()), force=True)
         log.info("campaign %s: %d trajectories planned, %d to run", config.id, len(plans), len(todo))
-        _, errors = _run_trajectories(todo, key, config.concurrency.trajectories, progress, artifact)
+        errors = _run_trajectories(todo, runtime, key, progress, artifact, status)
         return _finish(config, plans, writer, wh_path, uri, judges, len(todo), progress.this_run, errors)
     finally:
         unregister_runtime(key)
@@ -282,7 +337,8 @@ def run_campaign(config: CampaignConfig, text: str, plans: list[TrajectoryPlan],
 
 
 def _finish(config: CampaignConfig, plans: list[TrajectoryPlan], writer: RecordWriter, wh_path: Path, uri: str,
-            judges: dict[str, JudgeBackend], trajectories_run: int, turns_this_run: int, errors: list[str]) -> CampaignSummary:
+            judges: dict[str, JudgeBackend], trajectories_run: int, turns_this_run: int,
+            errors: list[str]) -> tuple[CampaignSummary, list[TurnRecord]]:
     writer.reconcile_mlflow()
     turns, trajectories = writer.call(lambda wh, tr: (wh.turns(config.id), wh.trajectories(config.id)))
     invalid = writer.call(lambda wh, tr: wh.invalid_turns(config.id))  # `warehouse invalidate`: not in the headline
@@ -290,16 +346,21 @@ def _finish(config: CampaignConfig, plans: list[TrajectoryPlan], writer: RecordW
     markdown = headline_markdown(rows)
     summary = CampaignSummary(
         campaign_id=config.id, warehouse=str(wh_path), mlflow_tracking_uri=uri,
-        mlflow_experiment=experiment_name(config.id), trajectories_planned=len(plans),
+        mlflow_experiment=experiment_name(config.id),
+        mlflow_ui_path=experiment_ui_path(writer.call(lambda wh, tr: tr.experiment_id)), trajectories_planned=len(plans),
         trajectories_run=trajectories_run, turns_planned_max=sum(p.agent.max_turns for p in plans),
         turns_recorded=len(turns), turns_this_run=turns_this_run, errors=errors,
         judges={a: j.name for a, j in judges.items()}, headline=rows, headline_markdown=markdown,
     )
-    metrics = {"turns_recorded": len(turns), "trajectories_with_errors": len(errors),
-               "correct_turns": sum(r.correct for r in rows), "target_correct_turns": sum(r.target_correct for r in rows)}
+    judged = sum(r.gpu_judged for r in rows)
+    metrics = {"turns_recorded": len(turns), "trajectories_with_errors": len(errors), "gpu_judged_turns": judged,
+               "not_evaluated_turns": sum(r.not_evaluated for r in rows)}
+    if judged:  # correctness was measured: log it (a campaign no GPU judged logs no correctness at all)
+        metrics |= {"correct_turns": sum(r.correct for r in rows),
+                    "target_correct_turns": sum(r.target_correct for r in rows)}
     writer.call(lambda wh, tr: tr.finish_campaign(markdown, metrics, failed=bool(errors)))
-    publish_progress(config.id, plans, {t.trajectory_id: t for t in trajectories})
+    StatusArtifact(config.id, plans).publish({t.trajectory_id: t for t in trajectories}, len(turns), force=True)
     publish_headline(summary, rows)
     log.info("campaign %s done: %d turns recorded (%d this run), %d errors\n%s", config.id, len(turns),
              turns_this_run, len(errors), markdown)
-    return summary
+    return summary, turns

@@ -4,6 +4,14 @@ Child runs carry `mlflow.parentRunId` explicitly (MLflow's active run does not c
 threads); per-turn metrics use step = turn and are written in one `log_batch` (atomic), whose `turn`
 metric marks the step as logged, so re-logging after a crash or on resume never duplicates a step.
 Only the campaign's writer thread calls this class.
+
+What a person sees: the experiment is tagged as a model-development experiment (MLflow 3 UIs up to the
+GenAI/model-training switch open such an experiment on its runs; with the switch, `experiment_ui_path` is the
+link that does); child runs are named by what varies across the campaign (the
+problem, in a one-model one-variant campaign) and tagged with everything; a turn nobody judged logs no
+`correct` / `target_executed` (ptxcore.agent.records.step_metrics); feedback is plain text (`feedback.txt`,
+line breaks kept) and the kernel is logged twice — `kernel.cu` to download, `kernel.cu.txt` for the artifact
+viewer, which previews only known text extensions (`.cu` is not one).
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from mlflow import MlflowClient
@@ -30,6 +39,10 @@ TAG_TRAJECTORY = "ptxbench.trajectory_id"
 TAG_INVALID = "ptxbench.invalid_turns"
 """On a trajectory run: its turns invalidated in the warehouse after the fact, `turn: reason; ...`."""
 MARKER_METRIC = "turn"
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+"""MLflow 3 picks an experiment's default page by this tag; without it a new experiment opens on GenAI traces."""
+EXPERIMENT_KIND = "custom_model_development"
+"""The kind whose default page is the runs table."""
 
 
 def default_mlruns_dir() -> Path:
@@ -47,11 +60,34 @@ def experiment_name(campaign_id: str) -> str:
     return f"ptxbench/{campaign_id}"
 
 
+def experiment_ui_path(experiment_id: str) -> str:
+    """The experiment's runs table in the MLflow UI, relative to the UI's address. MLflow 3.17's UI picks GenAI
+    or model-training pages by a browser-wide switch (default GenAI), not by the experiment's kind tag; this
+    query selects model training, whose default page is the runs."""
+    return f"#/experiments/{experiment_id}?workflowType=machine_learning"
+
+
+def short_run_names(plans: Iterable[TrajectoryPlan]) -> dict[str, str]:
+    """trajectory id -> a run name of only what varies across the campaign (model, arch, variant, problem,
+    then #index), so names differ within the first characters the runs table shows; the label where that
+    would not be unique."""
+    plans = list(plans)
+    dims = [lambda p: p.model.name, lambda p: p.arch, lambda p: p.prompt_variant, lambda p: p.problem]
+    varying = [d for d in dims if len({d(p) for p in plans}) > 1] or [dims[-1]]
+    indexed = len({p.index for p in plans}) > 1
+    names = {p.trajectory_id: " · ".join(d(p) for d in varying) + (f" #{p.index}" if indexed else "") for p in plans}
+    if len(set(names.values())) < len(names):
+        return {p.trajectory_id: p.label for p in plans}
+    return names
+
+
 class MlflowTracker:
     """Writes one campaign's runs."""
 
-    def __init__(self, tracking_uri: str, campaign_id: str, artifact_root: Path | None = None) -> None:
+    def __init__(self, tracking_uri: str, campaign_id: str, artifact_root: Path | None = None,
+                 plans: Iterable[TrajectoryPlan] = ()) -> None:
         self.client = MlflowClient(tracking_uri=tracking_uri)
+        self._names = short_run_names(plans)
         self.tracking_uri = tracking_uri
         self.campaign_id = campaign_id
         name = experiment_name(campaign_id)
@@ -60,10 +96,12 @@ class MlflowTracker:
             location = None
             if artifact_root is not None:
                 location = (artifact_root.resolve() / campaign_id).as_uri()
-            self.experiment_id = self.client.create_experiment(name, artifact_location=location,
-                                                               tags={TAG_CAMPAIGN: campaign_id})
+            self.experiment_id = self.client.create_experiment(
+                name, artifact_location=location, tags={TAG_CAMPAIGN: campaign_id, EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
         else:
             self.experiment_id = exp.experiment_id
+            if EXPERIMENT_KIND_TAG not in exp.tags:  # experiments created before the tag existed
+                self.client.set_experiment_tag(self.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
         self.parent_run_id = ""
         self._runs: dict[str, str] = {}
         self._steps: dict[str, set[int]] = {}
@@ -109,8 +147,10 @@ class MlflowTracker:
             return self._runs[plan.trajectory_id]
         tags = {TAG_CAMPAIGN: self.campaign_id, TAG_KIND: "trajectory", TAG_TRAJECTORY: plan.trajectory_id,
                 "mlflow.parentRunId": self.parent_run_id, "model": plan.model.model, "arch": plan.arch,
-                "prompt_variant": plan.prompt_variant, "problem": plan.problem}
-        run = self.client.create_run(self.experiment_id, run_name=plan.label, tags=tags)
+                "prompt_variant": plan.prompt_variant, "problem": plan.problem, "index": str(plan.index),
+                "label": plan.label}
+        name = self._names.get(plan.trajectory_id, plan.label)
+        run = self.client.create_run(self.experiment_id, run_name=name, tags=tags)
         self._runs[plan.trajectory_id] = run.info.run_id
         self._steps[run.info.run_id] = set()
         self._params(run.info.run_id, {
@@ -135,8 +175,9 @@ class MlflowTracker:
         prefix = f"turns/turn_{record.turn:02d}"
         if record.kernel_text is not None:
             self.client.log_text(run_id, record.kernel_text, f"{prefix}/kernel.cu")
+            self.client.log_text(run_id, record.kernel_text, f"{prefix}/kernel.cu.txt")
         self.client.log_text(run_id, record.response_text, f"{prefix}/response.md")
-        self.client.log_text(run_id, record.feedback, f"{prefix}/feedback.md")
+        self.client.log_text(run_id, record.feedback, f"{prefix}/feedback.txt")
         stamp = int(time.time() * 1000)
         metrics = [Metric(k, v, stamp, record.turn) for k, v in step_metrics(record).items()]
         self.client.log_batch(run_id, metrics=metrics, synchronous=True)

@@ -9,6 +9,7 @@ warehouse at start and end, so a crash between the two never loses or duplicates
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import queue
 import threading
@@ -38,13 +39,18 @@ class RecordWriter:
         self._tracker_factory = tracker_factory
         self.plans = plans
         self._jobs: queue.Queue[tuple[Job, Future] | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._serve, name="ptxbench-writer", daemon=True)
+        self._thread = threading.Thread(target=lambda: self._context.run(self._serve), name="ptxbench-writer",
+                                        daemon=True)
+        self._context = contextvars.copy_context()
         self._ready: Future = Future()
         self.listeners: list[TurnListener] = []
         self.mlflow_failures = 0
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> RecordWriter:
+        """Start the writer thread in a copy of the caller's context: inside a flow run, its log lines belong
+        to that run (flows/logs.py)."""
+        self._context = contextvars.copy_context()
         self._thread.start()
         self._ready.result()  # re-raises a failure to open the warehouse or MLflow
         return self

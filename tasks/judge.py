@@ -18,6 +18,8 @@ from ptxcore.judge import InfraFailure, JudgeBackend, is_infrastructure_failure
 from ptxcore.problems import get_problem
 from ptxcore.schema import EvaluationStatus, JudgeResult
 
+from .states import outcome
+
 
 def retry_on_infra(task: Any, task_run: Any, state: Any) -> bool:
     """Prefect retry condition: only infrastructure failures are worth another attempt."""
@@ -33,4 +35,4 @@ def judge_kernel(backend: JudgeBackend, source: str, compiled: CompiledCandidate
     result = backend.judge(source, get_problem(problem), get_architecture(arch), compiled)
     if result.status is EvaluationStatus.INFRA_ERROR:
         raise InfraFailure(result)
-    return result
+    return outcome(result.status.value, result.reason or result.status.value, result)  # type: ignore[return-value]

@@ -9,6 +9,8 @@ from prefect.cache_policies import NO_CACHE
 
 from ptxcore.schema import TurnRecord
 
+from .states import outcome
+
 
 class TurnSink(Protocol):
     """The one writer of a campaign (DuckDB allows one writing process; MLflow is written beside it)."""
@@ -18,6 +20,8 @@ class TurnSink(Protocol):
 
 @task(name="record", task_run_name="record {label}", cache_policy=NO_CACHE)
 def record_turn(sink: TurnSink, record: TurnRecord, label: str) -> tuple[str, str, int]:
-    """Returns the turn's key once the writer has committed it."""
+    """Returns the turn's key once the writer has committed it; the state is named by the turn's verdict."""
     sink.record_turn(record)
-    return record.key
+    speed = f", speedup {record.speedup:.2f}x" if record.speedup is not None else ""
+    return outcome(record.status.value, f"turn {record.turn}: {record.status.value}{speed}; "  # type: ignore[return-value]
+                   f"target instructions {record.target_instruction.value}", record.key)

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from .errors import UserError, fail, one_line_errors
+from .output import console_for
 
 app = typer.Typer(help="Run, inspect and schedule benchmark campaigns.", no_args_is_help=True)
 DEFAULT_CONFIG = "campaigns/demo.yaml"
@@ -64,7 +65,8 @@ def _quiet_prefect(verbose: bool) -> None:
 def run_command(
     config: str = typer.Argument(DEFAULT_CONFIG, help="Campaign file (YAML)."),
     campaign_id: str = typer.Option(None, "--campaign-id", help="Override the id (rerun an id to resume it)."),
-    warehouse: str = typer.Option(None, "--warehouse", help="DuckDB file (default runs/<id>/warehouse.duckdb)."),
+    warehouse: str = typer.Option(None, "--warehouse", "--db",
+                                  help="DuckDB file (default runs/<id>/warehouse.duckdb); --db is the same option."),
     profiler: list[str] = typer.Option(None, "--profiler", help="Profiling service URL or 'prefect' (task workers), or arch=URL (repeatable)."),
     mlflow_uri: str = typer.Option(None, "--mlflow-uri", help="MLflow tracking URI (default sqlite in ./mlruns)."),
     turns: int = typer.Option(None, "--turns", min=1, max=8, help="Override the turn budget (quick runs)."),
@@ -126,7 +128,7 @@ def _run_with_progress(cfg, **params):
         task = bar.add_task("starting (Prefect server, MLflow store)", total=None, name=params["campaign_id"] or cfg.id)
 
         def listener(done: int, planned: int, last: str) -> None:
-            bar.update(task, completed=done, total=planned, description=last[-70:])
+            bar.update(task, completed=done, total=planned, description=last)
 
         PROGRESS_LISTENERS.append(listener)
         try:
@@ -139,33 +141,43 @@ def _run_with_progress(cfg, **params):
     return summary
 
 
+def print_headline(title: str, rows, judges: dict[str, str] | None = None) -> None:
+    """The headline table (`campaign run` and `campaign status` alike) and its notes."""
+    from ptxcore.agent.summary import SHORT_HEADER, headline_cells, headline_notes
+
+    from .output import add_row, print_table, table
+
+    t = table(title, SHORT_HEADER, right=SHORT_HEADER[2:], ids=SHORT_HEADER[:2])
+    for row in rows:
+        add_row(t, *headline_cells(row, compact=True))
+    print_table(t)
+    console = console_for()
+    for note in headline_notes(rows):
+        console.print(note, style="yellow" if "NOT_EVALUATED" in note else None, markup=False, highlight=False)
+    if judges and any(r.not_evaluated for r in rows):
+        console.print(f"judges: {', '.join(f'{a}: {j}' for a, j in judges.items())}. Run on a GPU host or pass "
+                      "--profiler URL to judge them.", markup=False, highlight=False)
+
+
+def _mlflow_ui_hint(summary) -> str:
+    uri, path = summary.mlflow_tracking_uri, summary.mlflow_ui_path
+    if uri.startswith(("http://", "https://")):
+        return f"runs at {uri.rstrip('/')}/{path}"
+    return f"`mlflow ui --backend-store-uri {uri}`, then open /{path}"
+
+
 def _print_summary(summary) -> None:
-    from rich.table import Table
-
-    from ptxcore.agent.summary import SHORT_HEADER, headline_cells
-
-    console = Console()
-    console.width = max(console.width, 132)
-    table = Table(title=f"Campaign {summary.campaign_id}: headline", title_justify="left")
-    for h in SHORT_HEADER:
-        table.add_column(h, no_wrap=True)
-    for row in summary.headline:
-        table.add_row(*headline_cells(row, compact=True))
-    console.print(table)
+    print_headline(f"Campaign {summary.campaign_id}: headline", summary.headline, summary.judges)
+    console = console_for()
     recorded = sum(r.recorded for r in summary.headline)
     if recorded:
         console.print(f"[yellow]{recorded} GPU-judged turns reuse verdicts recorded earlier on a GPU[/] (no GPU here; "
-                      "each reused verdict names its GPU, driver and date in the warehouse: evaluations.raw_json "
-                      "-> recorded)", highlight=False)
-    not_eval = sum(r.not_evaluated for r in summary.headline)
-    if not_eval:
-        console.print(f"[yellow]{not_eval} compiled turns are NOT_EVALUATED[/]: no GPU judge "
-                      f"({', '.join(f'{a}: {j}' for a, j in summary.judges.items())}); they carry no "
-                      "correctness or timing. Run on a GPU host or pass --profiler URL.")
+                      "each names its GPU, driver and date in the warehouse: evaluations.raw_json -> recorded)",
+                      highlight=False)
     console.print(f"turns recorded: {summary.turns_recorded} ({summary.turns_this_run} in this run) of at most "
                   f"{summary.turns_planned_max}; trajectories: {summary.trajectories_planned}", highlight=False)
     console.print(f"warehouse: {summary.warehouse}\nMLflow: {summary.mlflow_tracking_uri} "
-                  f"(experiment {summary.mlflow_experiment})", highlight=False, markup=False)
+                  f"(experiment {summary.mlflow_experiment}; {_mlflow_ui_hint(summary)})", highlight=False, markup=False)
     for err in summary.errors:
         console.print(f"[red]error[/] {err}", highlight=False)
     if summary.errors:
@@ -174,7 +186,10 @@ def _print_summary(summary) -> None:
 
 @app.command("validate")
 @one_line_errors
-def validate_command(config: str = typer.Argument(DEFAULT_CONFIG, help="Campaign file (YAML).")) -> None:
+def validate_command(
+    config: str = typer.Argument(DEFAULT_CONFIG, help="Campaign file (YAML)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the planned trajectories as JSON."),
+) -> None:
     """Check a campaign file and show what it would run (no model calls).
 
     Checks: keys and values (line numbers), the grid size (arithmetic, bounded), replay libraries, litellm
@@ -182,8 +197,10 @@ def validate_command(config: str = typer.Argument(DEFAULT_CONFIG, help="Campaign
     to start without it. Warnings go to stderr and leave the exit code 0.
     """
     from flows.retrieval import file_notes
-    from ptxcore.agent import load_campaign
+    from ptxcore.agent import load_campaign, plan_campaign
     from ptxcore.agent.preflight import preflight
+
+    from .output import echo_json
 
     try:
         cfg, text = load_campaign(config)
@@ -191,6 +208,11 @@ def validate_command(config: str = typer.Argument(DEFAULT_CONFIG, help="Campaign
         file_notes(cfg, config)  # a repair_retrieval notes file is checked too (path, JSON, records)
     except _config_errors() as exc:
         raise UserError(str(exc)) from exc
+    if as_json:
+        plans = plan_campaign(cfg)
+        return echo_json({"campaign_id": cfg.id, "turns": cfg.turns, "trajectories": [
+            {"trajectory_id": p.trajectory_id, "model": p.model.model, "arch": p.arch, "prompt_variant": p.prompt_variant,
+             "problem": p.problem, "index": p.index} for p in plans]})
     g = report.grid
     typer.echo(f"{config}: campaign {cfg.id}: {g.models} models x {g.arch_variant_pairs} (architecture, variant) "
                f"pairs x {g.trajectories_per_cell} trajectories x {g.problems} problems "
@@ -205,17 +227,25 @@ def validate_command(config: str = typer.Argument(DEFAULT_CONFIG, help="Campaign
 @one_line_errors
 def status_command(
     campaign_id: str = typer.Argument(..., help="Campaign id."),
-    warehouse: str = typer.Option(None, "--warehouse", help="DuckDB file (default runs/<id>/warehouse.duckdb)."),
+    warehouse: str = typer.Option(None, "--warehouse", "--db",
+                                  help="DuckDB file (default runs/<id>/warehouse.duckdb); --db is the same option."),
+    as_json: bool = typer.Option(False, "--json", help="Print the headline rows and stop reasons as JSON."),
 ) -> None:
     """Headline table and stop reasons of a campaign, from its warehouse (read-only)."""
-    from ptxcore.agent import CampaignConfigError, check_campaign_id, headline_markdown, headline_rows
+    from collections import Counter
+
+    from ptxcore.agent import CampaignConfigError, check_campaign_id, headline_rows
     from ptxcore.warehouse import Warehouse, WarehouseError
+
+    from .output import echo_json
 
     try:
         check_campaign_id(campaign_id, "campaign id")
     except CampaignConfigError as exc:
         raise UserError(str(exc)) from exc
     path = Path(warehouse or f"runs/{campaign_id}/warehouse.duckdb")
+    if not path.is_file():
+        fail(f"no warehouse at {path}")
     try:
         with Warehouse(path, read_only=True) as wh:
             invalid = wh.invalid_turns(campaign_id)  # left out, as in the metric views
@@ -225,7 +255,17 @@ def status_command(
         raise UserError(str(exc)) from exc
     if not trajectories:
         fail(f"no campaign {campaign_id!r} in {path}")
-    typer.echo(headline_markdown(headline_rows(turns, trajectories)))
+    rows = headline_rows(turns, trajectories)
+    stops = dict(sorted(Counter(t.stop_reason.value for t in trajectories).items()))
+    if as_json:
+        echo_json({"campaign_id": campaign_id, "warehouse": str(path.resolve()), "turns_recorded": len(turns),
+                   "trajectories": len(trajectories), "stop_reasons": stops,
+                   "headline": [r.model_dump(mode="json") for r in rows]})
+        return
+    print_headline(f"Campaign {campaign_id}: headline", rows)
+    console_for().print(f"turns recorded: {len(turns)}; trajectories: {len(trajectories)} ("
+                              + ", ".join(f"{k}: {v}" for k, v in stops.items()) + f")\nwarehouse: {path}",
+                              markup=False, highlight=False)
 
 
 @app.command("deploy")

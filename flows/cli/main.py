@@ -6,6 +6,7 @@ import logging
 import os
 
 import typer
+from typer.core import TyperOption
 
 from . import adapt as adapt_cmd
 from . import campaign as campaign_cmd
@@ -18,6 +19,19 @@ from .compile import compile_command
 from .eval import eval_command
 from .sql import sql_command
 from .worker import worker_command
+
+_display_type = TyperOption.display_type_rich
+
+
+def _flag_display_type(self: TyperOption, ctx):  # type: ignore[no-untyped-def]
+    """A flag takes no value: show no type for it (typer 0.29 prints `<bool>` beside every flag, --help too)."""
+    return None if self.is_flag else _display_type(self, ctx)
+
+
+TyperOption.display_type_rich = _flag_display_type  # type: ignore[method-assign]
+
+OUR_LOGGERS = ("ptxcore", "flows", "tasks")
+"""Loggers of this project: they log at INFO so that Prefect's run logs get it; the terminal shows --verbose's level."""
 
 app = typer.Typer(
     name="ptxbench",
@@ -42,4 +56,9 @@ app.add_typer(adapt_cmd.app, name="adapt")
 @app.callback()
 def _root(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress to stderr.")) -> None:
     level = logging.INFO if verbose else getattr(logging, os.environ.get("PTXBENCH_LOG", "WARNING").upper(), 30)
-    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    terminal = logging.StreamHandler()
+    terminal.setLevel(level)
+    terminal.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logging.basicConfig(level=level, handlers=[terminal])
+    for name in OUR_LOGGERS:  # records reach Prefect's run logs at INFO; the terminal handler keeps `level`
+        logging.getLogger(name).setLevel(min(level, logging.INFO))

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from .errors import UserError, one_line_errors
+from .output import add_row, print_table, table
 
 app = typer.Typer(help="Knowledge packs, prompt variants and assembled prompts.", no_args_is_help=True)
 
@@ -117,13 +116,12 @@ def tokens(
         }
         typer.echo(json.dumps(payload, indent=1))
         return
-    table = Table(title=f"Knowledge-pack tokens ({lang.value}; tokenizer {tokenizer}; {TOKENIZER_NOTE})")
-    table.add_column("Component")
-    for p in packs:
-        table.add_column(p.hardware, justify="right")
+    hardware = [p.hardware for p in packs]
+    t = table(f"Knowledge-pack tokens ({lang.value}; tokenizer {tokenizer}; {TOKENIZER_NOTE})",
+              ["Component", *hardware], right=hardware)
     for label, values in table6_rows(packs):
-        table.add_row(label, *("-" if v is None else f"{v:,}" for v in values))
-    Console().print(table)
+        add_row(t, label, *("n/a" if v is None else f"{v:,}" for v in values))
+    print_table(t)
 
 
 @app.command("variants")
@@ -147,9 +145,7 @@ def variants(
     if as_json:
         typer.echo(json.dumps([v.model_dump(mode="json") | {"level": v.level.text} for v in found], indent=1))
         return
-    table = Table(title=f"{len(found)} prompt variants")
-    for col in ("name", "arch", "language", "default", "level"):
-        table.add_column(col)
+    t = table(f"{len(found)} prompt variants", ("name", "arch", "language", "default", "level"), ids=("name", "level"))
     for v in found:
-        table.add_row(v.name, v.arch, v.language.value, "yes" if v.default else "", v.level.text)
-    Console().print(table)
+        add_row(t, v.name, v.arch, v.language.value, "yes" if v.default else "", v.level.text)
+    print_table(t)

@@ -65,11 +65,13 @@ def build(
 def turn_metrics_command(
     db: str = DB_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the JSON array (one object per run, model, arch, "
-                                 "definition, k)."),
+                                 "definition, k; rates as fractions 0-1, as in the SQL views)."),
     runs: list[str] = typer.Option(None, "--run", help="Restrict to these runs (ids or globs); repeatable."),
 ) -> None:
-    """Turn correctness rates and best speedups at k = 1, 4, 8 per (run, model, arch, definition)."""
+    """Turn correctness rates (table: percent) and best speedups at k = 1, 4, 8 per (run, model, arch, definition)."""
     from ptxcore.warehouse import queries as Q
+
+    from .output import add_row, fmt_float, print_table, table
 
     with warehouse_errors(), open_warehouse(db, read_only=True) as wh:
         selected = Q.select_runs(wh, runs) if runs else None
@@ -79,15 +81,12 @@ def turn_metrics_command(
         return
     if not rows:
         raise UserError(f"no turns in {db}")
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"turn metrics ({len(rows)} rows; rates in %)")
-    for c in ("run", "model", "arch", "definition", "k", "n", "correct", "target", "best", "target best"):
-        table.add_column(c, overflow="fold")
+    t = table(f"turn metrics ({len(rows)} rows; rates in percent, speedups x library)",
+              ("run", "model", "arch", "definition", "k", "trajectories", "correct %", "target %", "best speedup",
+               "target best speedup"), right=("k", "trajectories", "correct %", "target %", "best speedup",
+                                              "target best speedup"))
     for r in rows:
-        pct = [f"{100 * r[c]:.1f}" for c in ("turn_correct_rate", "target_turn_correct_rate")]
-        best = ["" if r[c] is None else f"{r[c]:.3f}" for c in ("best_speedup", "target_best_speedup")]
-        table.add_row(r["run"], r["model"], r["arch"], r["definition"], str(r["k"]), str(r["n_trajectories"]),
-                      *pct, *best)
-    Console().print(table)
+        pct = [fmt_float(100 * r[c], 1) for c in ("turn_correct_rate", "target_turn_correct_rate")]
+        best = [fmt_float(r[c], 3) for c in ("best_speedup", "target_best_speedup")]
+        add_row(t, r["run"], r["model"], r["arch"], r["definition"], r["k"], r["n_trajectories"], *pct, *best)
+    print_table(t)

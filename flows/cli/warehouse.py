@@ -10,11 +10,16 @@ from pathlib import Path
 import typer
 
 from .errors import UserError, one_line_errors
+from .output import echo_json
 
 app = typer.Typer(help="The DuckDB warehouse: imports, Parquet export, FlashInfer-Trace interchange.",
                   no_args_is_help=True)
 
-DB_OPTION = typer.Option(..., "--db", envvar="PTXBENCH_DB", help="Warehouse file (DuckDB); env PTXBENCH_DB.")
+JSON_OPTION = typer.Option(False, "--json", help="Print what was done as JSON (counts, written paths).")
+
+DB_OPTION = typer.Option(..., "--warehouse", "--db", envvar="PTXBENCH_DB",
+                         help="Warehouse file (DuckDB); --db is the same option; env PTXBENCH_DB.")
+"""The one name of the warehouse option on every command (`--warehouse`; `--db` kept as an alias)."""
 
 
 @contextlib.contextmanager
@@ -55,7 +60,7 @@ def stage(label: str) -> Iterator[None]:
 @app.command("import-ptxbench")
 @one_line_errors
 def import_ptxbench(csv: str = typer.Argument(..., help="The authors' per-turn CSV (ptxbench_per_turn.csv)."),
-                    db: str = DB_OPTION) -> None:
+                    db: str = DB_OPTION, as_json: bool = JSON_OPTION) -> None:
     """Import the PTXBench authors' per-turn results: one run (campaign) per exp_dir."""
     from ptxcore.warehouse.ptxbench_import import import_ptxbench_csv
 
@@ -63,15 +68,20 @@ def import_ptxbench(csv: str = typer.Argument(..., help="The authors' per-turn C
         raise UserError(f"no such file: {csv}")
     with warehouse_errors(), stage(f"importing {csv}"), open_warehouse(db, read_only=False) as wh:
         counts = import_ptxbench_csv(wh, csv)
+    if as_json:
+        return echo_json({"warehouse": db, **counts})
     typer.echo(f"imported {counts['turns']} turns, {counts['trajectories']} trajectories, {counts['runs']} runs into {db}")
 
 
 @app.command("export")
 @one_line_errors
-def export(db: str = DB_OPTION, out: str = typer.Option(..., "--out", help="Folder for <table>.parquet files.")) -> None:
+def export(db: str = DB_OPTION, out: str = typer.Option(..., "--out", help="Folder for <table>.parquet files."),
+           as_json: bool = JSON_OPTION) -> None:
     """Write every warehouse table as Parquet."""
     with warehouse_errors(), stage("exporting Parquet"), open_warehouse(db, read_only=True) as wh:
         paths = wh.export_parquet(Path(out))
+    if as_json:
+        return echo_json([str(p) for p in paths])
     for p in paths:
         typer.echo(str(p))
 
@@ -79,12 +89,15 @@ def export(db: str = DB_OPTION, out: str = typer.Option(..., "--out", help="Fold
 @app.command("export-traces")
 @one_line_errors
 def export_traces(campaign: str = typer.Argument(..., help="Campaign id."), db: str = DB_OPTION,
-                  out: str = typer.Option(..., "--out", help="Dataset folder to write.")) -> None:
+                  out: str = typer.Option(..., "--out", help="Dataset folder to write."),
+                  as_json: bool = JSON_OPTION) -> None:
     """Export a campaign's evaluations as a FlashInfer-Trace dataset (definitions, workloads, solutions, traces)."""
     from ptxcore.warehouse.interchange import export_campaign_traces
 
     with warehouse_errors(), stage(f"exporting {campaign}"), open_warehouse(db, read_only=True) as wh:
         counts = export_campaign_traces(wh, campaign, Path(out))
+    if as_json:
+        return echo_json({"out": out, **counts})
     typer.echo(f"wrote {counts['traces']} traces, {counts['solutions']} solutions, {counts['definitions']} definitions "
                f"to {out} ({counts['skipped_turns']} turns without a verdict or kernel skipped)")
 
@@ -92,12 +105,14 @@ def export_traces(campaign: str = typer.Argument(..., help="Campaign id."), db: 
 @app.command("import-traces")
 @one_line_errors
 def import_traces(folder: str = typer.Argument(..., help="FlashInfer-Trace dataset folder (e.g. problems/)."),
-                  db: str = DB_OPTION) -> None:
+                  db: str = DB_OPTION, as_json: bool = JSON_OPTION) -> None:
     """Import definitions, workloads, solutions and traces of a FlashInfer-Trace dataset folder."""
     from ptxcore.warehouse.interchange import import_dataset
 
     with warehouse_errors(), stage(f"importing {folder}"), open_warehouse(db, read_only=False) as wh:
         counts = import_dataset(wh, Path(folder))
+    if as_json:
+        return echo_json({"warehouse": db, **counts})
     typer.echo(", ".join(f"{v} {k}" for k, v in counts.items()) + f" imported into {db}")
 
 

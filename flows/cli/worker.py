@@ -48,6 +48,9 @@ def worker_command(
                f"Prefect API {os.environ['PREFECT_API_URL']}", err=True)
     from prefect.task_worker import serve
 
+    from flows.logs import bridge_run_logs
+
+    bridge_run_logs()  # the judge's log lines go to the task run they belong to
     serve(task, limit=slots)
 
 

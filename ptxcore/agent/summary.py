@@ -16,7 +16,13 @@ from ptxcore.schema import (
     TurnRecord,
 )
 
-DASH = "–"
+NOT_JUDGED = "not evaluated"
+"""GPU columns of a row none of whose compiled turns a GPU judged: said in words, never a dash (the GPU-judged
+column says why: no GPU, or infrastructure errors)."""
+NO_TURN = "n/a"
+"""A ratio or best speedup with nothing to take it over (no compiled turn, no correct turn)."""
+RECORDED = "recorded"
+"""Marks numbers that rest on verdicts reused from recorded judgements rather than measured in this run."""
 
 
 class HeadlineRow(FrozenModel):
@@ -38,8 +44,8 @@ class HeadlineRow(FrozenModel):
     """Compiled turns with a GPU verdict (not NOT_EVALUATED / INFRA_ERROR)."""
     not_evaluated: int = 0
     """Compiled turns that no GPU judged."""
-    recorded: int = 0
-    """Of the GPU-judged turns: verdicts reused from an earlier GPU judgement (judge route recorded:)."""
+    infra_errors: int = 0
+    """Compiled turns whose judging failed for infrastructure reasons (INFRA_ERROR; part of not_evaluated)."""
     correct: int = 0
     """PASSED turns."""
     target_correct: int = 0
@@ -52,11 +58,25 @@ class HeadlineRow(FrozenModel):
     """Best speedup over correct turns."""
     stop_reasons: dict[str, int] = Field(default_factory=dict)
     """Trajectories per stop reason."""
+    recorded: int = 0
+    """GPU-judged turns whose verdict was reused from a recorded judgement (not measured in this run)."""
+    recorded_from: list[str] = Field(default_factory=list)
+    """Where the reused verdicts were measured ("GPU, driver, date"), distinct, sorted."""
+
+
+def recorded_source(record: TurnRecord) -> str | None:
+    """Where a reused verdict was measured ("GPU, driver, date"), or None for a verdict measured by this
+    campaign's judge (JudgeResult.recorded, set by the recorded-verdict judge backend)."""
+    rec = record.judge.recorded if record.judge is not None else None
+    if rec is None:
+        return None
+    return ", ".join(x for x in (rec.gpu_name, rec.driver_version and f"driver {rec.driver_version}",
+                                 rec.judged_at[:10]) if x)
 
 
 def _pct(n: int, d: int, compact: bool = False) -> str:
     if not d:
-        return DASH
+        return NO_TURN
     return f"{n}/{d}" if compact else f"{n}/{d} ({100 * n / d:.0f}%)"
 
 
@@ -77,15 +97,17 @@ def headline_rows(turns: Iterable[TurnRecord], trajectories: Iterable[Trajectory
         correct = [r for r in recs if r.status is EvaluationStatus.PASSED]
         target = [r for r in correct if r.target_instruction is TargetInstruction.EXECUTED]
         speedups = [r.speedup for r in correct if r.speedup is not None]
+        sources = [src for r in judged if (src := recorded_source(r)) is not None]
         rows.append(HeadlineRow(
             model=model, arch=arch, trajectories=len(by_traj), turns=len(recs),
             extraction_errors=sum(r.status is EvaluationStatus.EXTRACTION_ERROR for r in recs),
             compiled=len(compiled), gpu_judged=len(judged), not_evaluated=len(compiled) - len(judged),
-            recorded=sum(r.judge is not None and r.judge.recorded is not None for r in judged),
+            infra_errors=sum(r.status is EvaluationStatus.INFRA_ERROR for r in compiled),
             correct=len(correct), target_correct=len(target),
             trajectories_correct=len({r.trajectory_id for r in correct}),
             trajectories_target_correct=len({r.trajectory_id for r in target}),
             best_speedup=max(speedups) if speedups else None, stop_reasons=dict(stops.get((model, arch), {})),
+            recorded=len(sources), recorded_from=sorted(set(sources)),
         ))
     return rows
 
@@ -99,32 +121,57 @@ SHORT_HEADER = ["model", "arch", "traj.", "turns", "extracted", "compiled", "GPU
 """HEADER in a terminal-friendly form (same columns)."""
 
 
+GPU_COLUMNS = 5
+"""The last five columns (GPU-judged .. best speedup) exist only through a GPU judge."""
+
+
+def _marker(row: HeadlineRow) -> str:
+    if not row.recorded:
+        return ""
+    return f" {RECORDED}" if row.recorded == row.gpu_judged else f" ({row.recorded} {RECORDED})"
+
+
 def headline_cells(row: HeadlineRow, compact: bool = False) -> list[str]:
+    """The row's cells: GPU columns read NOT_JUDGED when no GPU judged any compiled turn, and carry the
+    RECORDED marker when they rest on reused verdicts."""
     judged = row.gpu_judged
 
     def pct(n: int, d: int) -> str:
         return _pct(n, d, compact)
 
-    return [
-        row.model, row.arch, str(row.trajectories), str(row.turns),
-        pct(row.turns - row.extraction_errors, row.turns), pct(row.compiled, row.turns),
-        pct(judged, row.compiled) if row.compiled else DASH,
-        pct(row.correct, judged), pct(row.target_correct, judged),
-        pct(row.trajectories_correct, row.trajectories) if judged else DASH,
-        f"{row.best_speedup:.2f}x" if row.best_speedup is not None else DASH,
-    ]
+    cells = [row.model, row.arch, str(row.trajectories), str(row.turns),
+             pct(row.turns - row.extraction_errors, row.turns), pct(row.compiled, row.turns)]
+    if not judged and row.not_evaluated:
+        why = f"{row.infra_errors} infra errors" if row.infra_errors else "no GPU"
+        return cells + [f"{pct(0, row.compiled)} ({why})"] + [NOT_JUDGED] * (GPU_COLUMNS - 1)
+    mark = _marker(row)
+    best = f"{row.best_speedup:.2f}x" if row.best_speedup is not None else NO_TURN
+    return cells + [pct(judged, row.compiled), pct(row.correct, judged) + mark, pct(row.target_correct, judged) + mark,
+                    pct(row.trajectories_correct, row.trajectories) + mark if judged else NO_TURN,
+                    best + mark if row.best_speedup is not None else best]
+
+
+def headline_notes(rows: list[HeadlineRow]) -> list[str]:
+    """Sentences under the table: turns nobody judged, and where reused verdicts come from."""
+    notes = []
+    not_eval = sum(r.not_evaluated for r in rows)
+    if not_eval:
+        notes.append(f"{not_eval} compiled turns were NOT_EVALUATED: no GPU judge gave a verdict, so they carry no "
+                     f"correctness or timing (a row without any GPU verdict reads \"{NOT_JUDGED}\").")
+    recorded = sum(r.recorded for r in rows)
+    if recorded:
+        sources = sorted({s for r in rows for s in r.recorded_from})
+        notes.append(f"{recorded} verdicts are {RECORDED}: reused from earlier judgements of the same kernel, problem, "
+                     f"workload and architecture, not measured in this run ({'; '.join(sources)}).")
+    return notes
 
 
 def headline_markdown(rows: list[HeadlineRow]) -> str:
-    """GitHub-style table plus a line on turns nobody judged."""
+    """GitHub-style table plus the notes on unjudged turns and reused verdicts."""
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(headline_cells(r)) + " |" for r in rows]
-    not_eval = sum(r.not_evaluated for r in rows)
-    if not_eval:
-        lines.append("")
-        lines.append(f"{not_eval} compiled turns were NOT_EVALUATED: no GPU judge was available, so they "
-                     "carry no correctness or timing (their correctness columns show – ).")
-    return "\n".join(lines)
+    notes = headline_notes(rows)
+    return "\n".join(lines + ([""] + notes if notes else []))
 
 
 class CampaignSummary(FrozenModel):
@@ -138,6 +185,9 @@ class CampaignSummary(FrozenModel):
     """MLflow store."""
     mlflow_experiment: str
     """Experiment name."""
+    mlflow_ui_path: str = ""
+    """Where the MLflow UI shows the experiment's runs, relative to the UI's address
+    (`#/experiments/<id>?workflowType=machine_learning`; MLflow 3.17 otherwise opens its GenAI pages)."""
     trajectories_planned: int = 0
     """Trajectories in the campaign."""
     trajectories_run: int = 0

@@ -21,6 +21,7 @@ from ptxcore.schema import EvaluationStatus, FrozenModel
 from . import plots
 from .render import Figure, ReportDoc, to_html, to_markdown
 from .tables import (
+    LEGEND,
     ReportError,
     condition_table,
     correctness_tables,
@@ -37,8 +38,8 @@ DEFINITIONS_NOTE = (
     "Turn correctness rate @k = correct turns among the first k turns of every trajectory / (trajectories × k); "
     "target-instruction rate counts only correct turns whose architecture-specific instructions were verified "
     "to execute (unknown counts as not executed). Best speedup @k = best speedup over those turns. Cells read "
-    "\"target a / b / c (all d / e / f)\" for k = 1 / 4 / 8; \"–\" means zero (or no qualifying turn). "
-    "Trajectories that stopped early keep their unplayed turns in the denominator."
+    "\"target a / b / c (all d / e / f)\" for k = 1 / 4 / 8. "
+    "Trajectories that stopped early keep their unplayed turns in the denominator. " + LEGEND
 )
 
 STEPS = ("metrics", "tables", "fast_p_inst.png", "fast_p.png", "status_by_turn.png", "transitions.png",

@@ -18,6 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from ptxcore.metrics import FastPBand, TurnOutcome  # noqa: E402
 from ptxcore.schema import EvaluationStatus as S  # noqa: E402
@@ -31,6 +32,10 @@ STATUS_COLORS = {
     S.TIMEOUT: "#9467bd", S.EXTRACTION_ERROR: "#7f7f7f", S.REJECTED: "#17becf", S.REWARD_HACK: "#000000",
     S.INFRA_ERROR: "#e377c2", S.NOT_EVALUATED: "#c7c7c7",
 }
+LABEL_PT = 9
+"""Smallest font size of labels that must be read (heat-map ticks and counts)."""
+ZERO_X = 0.3
+"""Where turns with zero reasoning tokens sit on the log axis (left of 1, with their own tick "0")."""
 SHORT = {S.PASSED: "pass", S.INCORRECT_NUMERICAL: "numeric", S.INCORRECT_SHAPE: "shape", S.INCORRECT_DTYPE: "dtype",
          S.COMPILE_ERROR: "compile", S.RUNTIME_ERROR: "runtime", S.TIMEOUT: "timeout", S.EXTRACTION_ERROR: "extract",
          S.REJECTED: "rejected", S.REWARD_HACK: "hack", S.INFRA_ERROR: "infra", S.NOT_EVALUATED: "n/a"}
@@ -69,7 +74,7 @@ def plot_fast_p(bands: Sequence[FastPBand], path: Path, inst: bool = True, p_max
     top = p_max or max(1.3, max((b.p for b in bands if (b.fast_p_max if not inst else b.fast_p_inst_max) > 0),
                                 default=1.0) + 0.1)
     fig, axes = _grid(max(1, len(by_def)))
-    colors, styles = _model_colors([b.model for b in bands]), _arch_styles([b.arch for b in bands])
+    colors, styles = _series_colors([(b.model, b.arch) for b in bands]), _arch_styles([b.arch for b in bands])
     handles: dict[str, object] = {}
     for ax, (definition, series) in zip(axes, sorted(by_def.items()), strict=False):
         for (model, arch), pts in sorted(series.items()):
@@ -78,8 +83,9 @@ def plot_fast_p(bands: Sequence[FastPBand], path: Path, inst: bool = True, p_max
             mean = [b.fast_p_inst_mean if inst else b.fast_p_mean for b in pts]
             lo = [b.fast_p_inst_min if inst else b.fast_p_min for b in pts]
             hi = [b.fast_p_inst_max if inst else b.fast_p_max for b in pts]
-            (line,) = ax.plot(ps, mean, lw=1.6, drawstyle="steps-post", color=colors[model], ls=styles[arch])
-            ax.fill_between(ps, lo, hi, step="post", alpha=0.15, color=colors[model], lw=0)
+            color = colors[(model, arch)]
+            (line,) = ax.plot(ps, mean, lw=1.6, drawstyle="steps-post", color=color, ls=styles[arch])
+            ax.fill_between(ps, lo, hi, step="post", alpha=0.15, color=color, lw=0)
             handles.setdefault(_label(model, arch), line)
         if not series:
             ax.text(0.5, 0.5, "not evaluated\n(no judged turn)", ha="center", va="center", transform=ax.transAxes)
@@ -94,8 +100,9 @@ def plot_fast_p(bands: Sequence[FastPBand], path: Path, inst: bool = True, p_max
     return _save_with_legend(fig, handles)(path)
 
 
-def _model_colors(models: Sequence[str]) -> dict[str, object]:
-    return {m: plt.cm.tab10(i % 10) for i, m in enumerate(sorted(set(models)))}
+def _series_colors(series: Sequence[tuple[str, str]]) -> dict[tuple[str, str], object]:
+    """One colour per (model, architecture) series, so two architectures of one model never share one."""
+    return {key: plt.cm.tab10(i % 10) for i, key in enumerate(sorted(set(series)))}
 
 
 def _arch_styles(archs: Sequence[str]) -> dict[str, str]:
@@ -137,7 +144,8 @@ def plot_status_by_turn(outcomes: Sequence[TurnOutcome], path: Path) -> Path:
             ax.bar(xs, share, bottom=bottom, color=STATUS_COLORS[s], width=0.85, label=SHORT[s])
             bottom = [b + v for b, v in zip(bottom, share, strict=True)]
         ax.set(title=_label(model, arch), xlabel="turn", ylabel="share of turns", ylim=(0, 1))
-        ax.title.set_fontsize(8)
+        _integer_ticks(ax, xs)
+        ax.title.set_fontsize(9)
     if present:
         fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=len(present), fontsize=7)
         fig.subplots_adjust(bottom=0.12)
@@ -146,6 +154,14 @@ def plot_status_by_turn(outcomes: Sequence[TurnOutcome], path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _integer_ticks(ax, turns: Sequence[int]) -> None:
+    """Turn indices are integers: a tick on every turn (at most 16), else integer ticks only."""
+    if turns and len(turns) <= 16:
+        ax.set_xticks(list(turns))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def transitions(outcomes: Sequence[TurnOutcome]) -> Counter:
@@ -164,7 +180,7 @@ def transitions(outcomes: Sequence[TurnOutcome]) -> Counter:
 def plot_transitions(outcomes: Sequence[TurnOutcome], path: Path) -> Path:
     """Row-normalised transition matrices (status at t -> t+1), one panel per (model, arch)."""
     cells = _by_cell(outcomes)
-    fig, axes = _grid(max(1, len(cells)), cols=4, w=4.2, h=3.9)
+    fig, axes = _grid(max(1, len(cells)), cols=3, w=5.4, h=5.0)
     for ax, ((model, arch), turns) in zip(axes, cells.items(), strict=False):
         counts = transitions(turns)
         states = [s for s in STATUS_ORDER if any(s in pair for pair in counts)]
@@ -174,19 +190,38 @@ def plot_transitions(outcomes: Sequence[TurnOutcome], path: Path) -> Path:
         for i, row in enumerate(grid):
             for j, v in enumerate(row):
                 if v:
-                    ax.text(j, i, str(v), ha="center", va="center", fontsize=6,
+                    ax.text(j, i, str(v), ha="center", va="center", fontsize=LABEL_PT,
                             color="white" if shares[i][j] > 0.6 else "black")
         names = [SHORT[s] for s in states]
-        ax.set_xticks(range(len(states)), names, rotation=60, fontsize=6)
-        ax.set_yticks(range(len(states)), names, fontsize=6)
-        ax.set(title=_label(model, arch), xlabel="turn t+1", ylabel="turn t")
-        ax.title.set_fontsize(8)
-    fig.suptitle("Status transitions t → t+1\n(counts; colour = row share)", fontsize=10)
+        ax.set_xticks(range(len(states)), names, rotation=45, ha="right", fontsize=LABEL_PT)
+        ax.set_yticks(range(len(states)), names, fontsize=LABEL_PT)
+        ax.set_xlabel("status at turn t+1", fontsize=LABEL_PT + 1)
+        ax.set_ylabel("status at turn t", fontsize=LABEL_PT + 1)
+        ax.set_title(_label(model, arch), fontsize=LABEL_PT + 1)
+    fig.suptitle("Status transitions t → t+1 (counts; colour = row share)", fontsize=11)
     return _save(fig, path)
 
 
+def _reasoning_x(o: TurnOutcome) -> float:
+    return float(o.reasoning_tokens) if o.reasoning_tokens > 0 else ZERO_X
+
+
+def _mark_zero_reasoning(ax, turns: Sequence[TurnOutcome]) -> None:
+    """A log axis has no 0: zero-reasoning turns sit at ZERO_X under a tick "0", fenced off by a dashed line,
+    and the axis label says how many there are."""
+    zeros = sum(o.reasoning_tokens <= 0 for o in turns)
+    ax.set_xlim(left=ZERO_X / 1.8)
+    ax.axvline(ZERO_X * 1.8, color="#888888", lw=0.8, ls="--")
+    ticks = [t for t in ax.get_xticks() if 1 <= t <= ax.get_xlim()[1]]
+    ax.set_xticks([ZERO_X, *ticks], ["0", *(f"$10^{{{round(math.log10(t))}}}$" for t in ticks)])
+    ax.xaxis.set_minor_locator(plt.NullLocator())
+    noun = "turn" if zeros == 1 else "turns"
+    ax.set_xlabel(f"reasoning tokens (log scale); {zeros} {noun} with 0 reasoning tokens at \"0\"")
+
+
 def plot_reasoning_vs_speedup(outcomes: Sequence[TurnOutcome], path: Path) -> Path:
-    """Reasoning tokens (log x) vs speedup of correct turns; failed turns at 0; one panel per arch."""
+    """Reasoning tokens (log x) vs speedup of correct turns; failed turns at 0; one panel per arch.
+    Turns with zero reasoning tokens sit left of the log axis at a tick labelled 0, counted in the panel."""
     archs = sorted({o.arch for o in outcomes}) or ["none"]
     fig, axes = _grid(len(archs), cols=2, w=6.0, h=4.2)
     models = sorted({o.model for o in outcomes})
@@ -194,17 +229,18 @@ def plot_reasoning_vs_speedup(outcomes: Sequence[TurnOutcome], path: Path) -> Pa
     for ax, arch in zip(axes, archs, strict=True):
         turns = [o for o in outcomes if o.arch == arch]
         failed = [o for o in turns if not o.correct]
-        ax.scatter([max(1, o.reasoning_tokens) for o in failed], [0.0] * len(failed), s=6, marker="|",
+        ax.scatter([_reasoning_x(o) for o in failed], [0.0] * len(failed), s=6, marker="|",
                    color="#bbbbbb", label="not correct (at 0)")
         for m in models:
             ok = [o for o in turns if o.model == m and o.correct and o.speedup is not None]
             if ok:
-                ax.scatter([max(1, o.reasoning_tokens) for o in ok], [o.speedup for o in ok], s=10, alpha=0.6,
+                ax.scatter([_reasoning_x(o) for o in ok], [o.speedup for o in ok], s=10, alpha=0.6,
                            color=colors[m], label=m)
         ax.set_xscale("log")
         ax.axhline(1.0, color="k", lw=0.6, ls=":")
-        ax.set(title=arch, xlabel="reasoning tokens (log)", ylabel="speedup vs library")
+        ax.set(title=arch, ylabel="speedup vs library")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left")
+        _mark_zero_reasoning(ax, turns)
+        ax.legend(fontsize=7, loc="upper right")
     fig.suptitle("Reasoning length vs speedup", fontsize=10)
     return _save(fig, path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 
 from ptxcore.schema import FrozenModel
 
@@ -53,19 +54,31 @@ def to_markdown(doc: ReportDoc) -> str:
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px;color:#222}
-table{border-collapse:collapse;margin:0.5em 0 2em;font-size:13px}
+div.table{overflow-x:auto;margin:0.5em 0 2em}
+table{border-collapse:collapse;font-size:13px}
 th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
+th,span.nw{white-space:nowrap}
 th{background:#f3f3f3} tr:nth-child(even) td{background:#fafafa}
 td{font-variant-numeric:tabular-nums} img{max-width:100%;border:1px solid #ddd}
 figure{margin:1em 0 2em} figcaption{font-style:italic;color:#555}
 """
 
 
+_PARTS = re.compile(r" (?=\()")
+"""A cell may break only before a parenthesis: "target a / b / c" and "(all d / e / f)" stay whole."""
+
+
+def cell_html(text: str) -> str:
+    """A table cell whose parts never wrap inside (a triple, a range, a number with its unit)."""
+    return " ".join(f'<span class="nw">{html.escape(part)}</span>' for part in _PARTS.split(text))
+
+
 def table_html(t: Table) -> str:
     e = html.escape
     head = "".join(f"<th>{e(h)}</th>" for h in t.header)
-    body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in t.rows)
-    return f'<h3 id="{e(t.key)}">{e(t.title)}</h3>\n<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    body = "".join("<tr>" + "".join(f"<td>{cell_html(c)}</td>" for c in row) + "</tr>" for row in t.rows)
+    return (f'<h3 id="{e(t.key)}">{e(t.title)}</h3>\n'
+            f'<div class="table"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
 
 
 def to_html(doc: ReportDoc) -> str:

@@ -2,9 +2,12 @@
 
 - Tables 1 / 8: per architecture, one row per model, one column per problem; a cell reads
   "target a / b / c (all d / e / f)": target-instruction turn correctness rate at k = 1 / 4 / 8, then the
-  plain turn correctness rate, in percent; "–" for zero.
+  plain turn correctness rate, in percent.
 - Tables 7 / 9: the same layout with best speedups (target-instruction best, then best over all
-  correct turns); "–" when no turn qualifies.
+  correct turns).
+
+Every symbol means one thing: "0.0" is a measured zero, NO_TURN ("n/a") a best speedup with no qualifying
+turn, NOT_EVALUATED ("n/e") a group no GPU judged, and RANGE ("–") only ever separates min and max.
 - Table 3 style: the Table 1 cell per prompt variant (rows model / arch / variant).
 - Table 4 style: one row per condition (model, arch), the k = 8 cell per problem plus the mean.
 """
@@ -17,9 +20,16 @@ from collections.abc import Iterable, Sequence
 from ptxcore.metrics import TurnMetrics, TurnOutcome, VariantSpread
 from ptxcore.schema import EvaluationStatus, FrozenModel
 
-DASH = "–"
-NOT_EVALUATED = "not evaluated"
+NOT_EVALUATED = "n/e"
 """Cell text for a (model, arch, problem) none of whose turns was judged (no GPU judge)."""
+NO_TURN = "n/a"
+"""Cell text for a best speedup (or rate) with no qualifying turn: there is nothing to take the best of."""
+RANGE = "–"
+"""Separates min and max of a range, and is used for nothing else."""
+LEGEND = (f'"0.0" is a measured zero; "{NO_TURN}": no qualifying turn (no correct turn, so no speedup); '
+          f'"{NOT_EVALUATED}": not evaluated (no GPU verdict for that model, architecture and problem); '
+          f'"a{RANGE}b" is a range from a to b.')
+"""One sentence that explains the symbols, for the report's notes."""
 
 Unjudged = frozenset[tuple[str, str, str]]
 """(model, arch, definition) groups without a single judged turn."""
@@ -43,13 +53,18 @@ class Table(FrozenModel):
 
 
 def fmt_rate(x: float | None) -> str:
-    """A rate as a percentage with one decimal; "–" for zero or missing."""
-    return DASH if not x else f"{100 * x:.1f}"
+    """A rate as a percentage with one decimal ("0.0" for zero); NO_TURN when there is none."""
+    return NO_TURN if x is None else f"{100 * x:.1f}"
 
 
 def fmt_speedup(x: float | None) -> str:
-    """A speedup with two decimals; "–" when no turn qualifies."""
-    return DASH if not x else f"{x:.2f}"
+    """A speedup with two decimals; NO_TURN when no turn qualifies."""
+    return NO_TURN if x is None else f"{x:.2f}"
+
+
+def fmt_range(mean: float | None, lo: float | None, hi: float | None) -> str:
+    """Mean [min–max] of rates, in percent."""
+    return f"{fmt_rate(mean)} [{fmt_rate(lo)}{RANGE}{fmt_rate(hi)}]"
 
 
 def triple_cell(target: Sequence[str], allv: Sequence[str]) -> str:
@@ -175,11 +190,10 @@ def variant_spread_table(spread: Sequence[VariantSpread], k: int = 8, unjudged: 
             rows.append([s.model, s.arch, s.definition, str(s.n_variants), NOT_EVALUATED, NOT_EVALUATED])
             continue
         rows.append([s.model, s.arch, s.definition, str(s.n_variants),
-                     f"{fmt_rate(s.target_turn_correct_rate_mean)} [{fmt_rate(s.target_turn_correct_rate_min)}"
-                     f"–{fmt_rate(s.target_turn_correct_rate_max)}]",
-                     f"{fmt_rate(s.turn_correct_rate_mean)} [{fmt_rate(s.turn_correct_rate_min)}"
-                     f"–{fmt_rate(s.turn_correct_rate_max)}]"])
-    return Table(title=f"Spread across prompt variants (k = {k}): mean [min–max], %",
+                     fmt_range(s.target_turn_correct_rate_mean, s.target_turn_correct_rate_min,
+                               s.target_turn_correct_rate_max),
+                     fmt_range(s.turn_correct_rate_mean, s.turn_correct_rate_min, s.turn_correct_rate_max)])
+    return Table(title=f"Spread across prompt variants (k = {k}): mean [min{RANGE}max], %",
                  header=["model", "arch", "problem", "variants", "target", "all"], rows=rows, key="variant_spread")
 
 

@@ -28,7 +28,7 @@ def test_problems_list_and_show():
     assert len(rows) == 16 and {"name", "baseline", "workload"} <= set(rows[0])
     table = invoke("problems", "list")
     assert table.exit_code == 0 and "gemm_n7168_k5120" in table.stdout
-    shown = json.loads(invoke("problems", "show", "mha_bwd_d128").stdout)
+    shown = json.loads(invoke("problems", "show", "mha_bwd_d128", "--json").stdout)
     assert shown["definition"]["name"] == "mha_bwd_d128"
     assert shown["extension"]["baseline"]["library"] == "cudnn"
 

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
 from mlflow import MlflowClient
 from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import (
+    ArtifactFilter,
+    ArtifactFilterFlowRunId,
+    FlowRunFilter,
+    FlowRunFilterId,
+    FlowRunFilterTags,
+    LogFilter,
+    LogFilterFlowRunId,
+)
 
 from flows.campaign import campaign_flow
 from ptxcore.schema import EvaluationStatus, StopReason
@@ -17,6 +27,8 @@ from .conftest import write_config
 FAKE = "tests.flows.fakes:fake_judge"
 GEMM = "replay/scripted/hopper/hopper-pack/gemm_n7168_k5120/0"
 MHA = "replay/scripted/hopper/hopper-pack/mha_with_lse_d128/0"
+GEMM_LABEL = "replay/scripted / hopper / hopper-pack / gemm_n7168_k5120 / #0"
+MHA_LABEL = "replay/scripted / hopper / hopper-pack / mha_with_lse_d128 / #0"
 
 
 def run(env, name, **kw):
@@ -43,6 +55,8 @@ def test_campaign_end_to_end_then_resume_without_duplicates(flow_env):
     assert "| replay/scripted | hopper | 2 | 6 |" in summary.headline_markdown
 
     _check_mlflow_matches(flow_env["mlflow_uri"], "e2e", turns)
+    exp_id = MlflowClient(flow_env["mlflow_uri"]).get_experiment_by_name("ptxbench/e2e").experiment_id
+    assert summary.mlflow_ui_path == f"#/experiments/{exp_id}?workflowType=machine_learning"  # opens on the runs
     _check_prefect_names_limits_artifacts()
 
     again = run(flow_env, "e2e", judge_plugin=FAKE)
@@ -68,22 +82,57 @@ def _check_mlflow_matches(uri, campaign_id, turns):
         statuses = {t.turn: t.status for t in turns if t.trajectory_id == tid}
         correct = {m.step for m in client.get_metric_history(child.info.run_id, "correct")}
         assert correct == {s for s, st in statuses.items() if st.counts_against_model}
-        arts = {a.path for a in client.list_artifacts(child.info.run_id, f"turns/turn_{expected[-1]:02d}")}
-        assert f"turns/turn_{expected[-1]:02d}/feedback.md" in arts
+        last = f"turns/turn_{expected[-1]:02d}"
+        arts = {a.path for a in client.list_artifacts(child.info.run_id, last)}
+        assert {f"{last}/feedback.txt", f"{last}/response.md"} <= arts  # plain text: the viewer keeps line breaks
+        if any(t.kernel_text for t in turns if t.trajectory_id == tid and t.turn == expected[-1]):
+            assert {f"{last}/kernel.cu", f"{last}/kernel.cu.txt"} <= arts  # .cu to download, .cu.txt to preview
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"  # MLflow 3 opens it on its runs
+    names = sorted(c.info.run_name for c in children)
+    assert names == sorted({t.problem for t in turns})  # only the problem varies: the names say just that
 
 
 def _check_prefect_names_limits_artifacts():
     with get_client(sync_client=True) as client:
-        flow_names = {f.name for f in client.read_flow_runs()}
-        task_names = {t.name for t in client.read_task_runs(limit=200)}
+        flows = {f.name: f for f in client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=["campaign:e2e"])))}
+        tasks = {t.name: t for t in client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[f.id for f in flows.values()])), limit=200)}
         limit = client.read_concurrency_limit_by_tag("gpu:hopper")
-        artifacts = {a.key for a in client.read_artifacts() if a.key}
-    assert "campaign e2e" in flow_names
-    assert "replay/scripted / hopper / hopper-pack / gemm_n7168_k5120 / #0" in flow_names
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[f.id for f in flows.values()])))
+    campaign, gemm = flows["campaign e2e"], flows[f"e2e: {GEMM_LABEL}"]
+    assert {"campaign:e2e", "model:replay/scripted", "arch:hopper"} <= set(campaign.tags)
+    assert {"campaign:e2e", "problem:gemm_n7168_k5120", "variant:hopper-pack", "arch:hopper"} <= set(gemm.tags)
+    assert (campaign.state.name, campaign.state.type.value) == ("Completed", "COMPLETED")
+    assert campaign.state.message.startswith("6 turns (6 this run): 4 INCORRECT_NUMERICAL")
+    assert (gemm.state.name, gemm.state.type.value) == ("INCORRECT_NUMERICAL", "COMPLETED")
+    assert gemm.state.message == ("max_turns after 3 turns: EXTRACTION_ERROR → COMPILE_ERROR → INCORRECT_NUMERICAL")
     for kind in ("generate", "compile", "judge", "record"):
-        assert f"{kind} replay/scripted / hopper / hopper-pack / mha_with_lse_d128 / #0 / turn 2" in task_names
+        assert f"{kind} e2e: {MHA_LABEL} / turn 2" in tasks
+    # each task run is named by its outcome; a failed build is a Completed run named COMPILE_ERROR
+    assert tasks[f"compile e2e: {GEMM_LABEL} / turn 1"].state.name == "COMPILE_ERROR"
+    assert tasks[f"record e2e: {GEMM_LABEL} / turn 0"].state.name == "EXTRACTION_ERROR"
+    judge = tasks[f"judge e2e: {MHA_LABEL} / turn 0"].state
+    assert (judge.name, judge.message) == ("INCORRECT_NUMERICAL", "mismatch in 100% of elements")
+    # one node per trajectory: each trajectory flow run's parent task sits in the campaign run, and no run
+    # depends on another trajectory's runs (turn t+1 waits for turn t: the only edges drawn)
+    placeholders = [t for t in tasks.values() if t.flow_run_id == campaign.id]
+    assert len(placeholders) == 2 and all(not any(t.task_inputs.values()) for t in placeholders)
+    assert {f.parent_task_run_id for f in flows.values() if f.id != campaign.id} == {t.id for t in placeholders}
+    by_id = {t.id: t for t in tasks.values()}
+    for t in tasks.values():
+        ups = [by_id[i.id] for v in t.task_inputs.values() for i in v if i.id in by_id]
+        assert all(u.flow_run_id == t.flow_run_id for u in ups) and len(ups) <= 1, (t.name, [u.name for u in ups])
+    assert [u.name for v in tasks[f"judge e2e: {MHA_LABEL} / turn 0"].task_inputs.values() for u in
+            (by_id[i.id] for i in v)] == [f"compile e2e: {MHA_LABEL} / turn 0"]
     assert limit.concurrency_limit == 1
-    assert {"e2e-progress", "e2e-headline", "e2e-headline-table", "e2e-status"} <= artifacts
+    keyed = {a.key: a for a in artifacts if a.key}
+    assert {"e2e-progress", "e2e-headline", "e2e-headline-table", "e2e-status"} <= set(keyed)
+    assert "6 of at most 6 turns recorded, 2 of 2 trajectories done" in keyed["e2e-progress"].description
+    tables = [a for a in artifacts if a.type == "table" and a.flow_run_id == gemm.id]
+    assert len(tables) == 1 and [r["status"] for r in json.loads(tables[0].data)] == [
+        "EXTRACTION_ERROR", "COMPILE_ERROR", "INCORRECT_NUMERICAL"]
 
 
 def test_target_speedup_stops_early_and_infra_errors_are_retried(flow_env, monkeypatch):
@@ -115,7 +164,22 @@ def test_no_gpu_means_not_evaluated_and_warehouse_replay_rejudges(flow_env, monk
     compiled = [t for t in original if t.compile is not None and t.compile.status.value == "COMPILED"]
     assert compiled and all(t.status is EvaluationStatus.NOT_EVALUATED and t.speedup is None for t in compiled)
     assert all("Not evaluated on a GPU" in t.feedback for t in compiled)
-    assert "NOT_EVALUATED" in first.headline_markdown
+    assert "NOT_EVALUATED" in first.headline_markdown and "| 1/3 (33%) | 0/1 (0%) (no GPU) | not evaluated |" in first.headline_markdown
+    with get_client(sync_client=True) as client:
+        (campaign,) = [f for f in client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=["campaign:cpu-only"]))) if f.name == "campaign cpu-only"]
+        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[campaign.id])))
+    warning = [g for g in logs if g.name == "flows.campaign" and "no hopper GPU" in g.message]
+    assert warning and warning[0].level == 30 and "NOT_EVALUATED" in warning[0].message  # ptxcore/flows logs reach Prefect
+    assert campaign.state.name == "NOT_EVALUATED" and "NOT_EVALUATED" in campaign.state.message
+    ml = MlflowClient(flow_env["mlflow_uri"])
+    exp = ml.get_experiment_by_name("ptxbench/cpu-only")
+    for r in ml.search_runs([exp.experiment_id]):
+        if r.data.tags.get("ptxbench.kind") == "campaign":  # nothing judged: no correctness metric at all
+            assert "correct_turns" not in r.data.metrics and r.data.metrics["gpu_judged_turns"] == 0
+            continue
+        steps = {m.step for m in ml.get_metric_history(r.info.run_id, "correct")}
+        assert steps == {t.turn for t in original if t.status.counts_against_model}  # NOT_EVALUATED: no value
 
     rejudged = run(flow_env, "rejudge", model="replay/warehouse:cpu-only", judge_plugin=FAKE,
                    problems="[gemm_n7168_k5120]")

@@ -45,7 +45,7 @@ def test_turns_recorded_only_in_the_warehouse_are_reconciled_once(tmp_path, mlru
                              filter_string="tags.`ptxbench.kind` = 'trajectory'")[0]
     assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "turn")) == [0, 1, 2]
     assert run.info.status == "FINISHED" and run.data.tags["stop_reason"] == "max_turns"
-    text = client.download_artifacts(run.info.run_id, "turns/turn_01/feedback.md", str(tmp_path))
+    text = client.download_artifacts(run.info.run_id, "turns/turn_01/feedback.txt", str(tmp_path))
     assert open(text).read() == "feedback 1"
 
 

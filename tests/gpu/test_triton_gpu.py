@@ -98,6 +98,7 @@ def scratch(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("problem,file", SOLUTIONS, ids=[f"{p}/{f}" for p, f in SOLUTIONS])
 def test_solution_correct_fast_and_on_target(problem, file, scratch):
     import triton.testing
+
     from ptxcore.gpu.harness.baselines import get_baseline
 
     case = Case(problem, SOL / problem / file, scratch / f"{problem}-{file}")

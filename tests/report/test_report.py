@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import struct
 
 import pytest
 
 from ptxcore.metrics import turn_metrics
 from ptxcore.report import ReportError, build_report, correctness_tables
-from ptxcore.report.render import ReportDoc, to_html, to_markdown
-from ptxcore.report.tables import Table, fmt_rate, fmt_speedup, triple_cell
+from ptxcore.report.render import ReportDoc, cell_html, to_html, to_markdown
+from ptxcore.report.tables import Table, fmt_range, fmt_rate, fmt_speedup, triple_cell
 from ptxcore.schema import EvaluationStatus, TargetInstruction
 from ptxcore.warehouse import Warehouse
 from ptxcore.warehouse import queries as Q
@@ -27,9 +28,22 @@ def png_size(path) -> tuple[int, int]:
 
 
 def test_formatting():
-    assert (fmt_rate(0.0), fmt_rate(None), fmt_rate(0.0625)) == ("–", "–", "6.2")
-    assert (fmt_speedup(None), fmt_speedup(1.0116)) == ("–", "1.01")
+    assert (fmt_rate(0.0), fmt_rate(None), fmt_rate(0.0625)) == ("0.0", "n/a", "6.2")
+    assert (fmt_speedup(None), fmt_speedup(1.0116), fmt_speedup(0.0)) == ("n/a", "1.01", "0.00")
+    assert fmt_range(0.104, 0.0, 0.156) == "10.4 [0.0–15.6]"
     assert triple_cell(["1", "2", "3"], ["4", "5", "6"]) == "target 1 / 2 / 3 (all 4 / 5 / 6)"
+
+
+def test_each_symbol_means_one_thing(excerpt_db, tmp_path):
+    """Zero reads 0.0, a missing best speedup n/a, and the en dash appears only between two numbers (a range)."""
+    with Warehouse(excerpt_db, read_only=True) as wh:
+        outcomes = Q.turn_outcomes(wh, Q.select_runs(wh, ["opus48-*"]))
+    build_report(outcomes, tmp_path, "symbols")
+    rows = [ln for ln in (tmp_path / "report.md").read_text().splitlines() if ln.startswith("| ")]
+    cells = " ".join(rows)
+    assert "target 0.0 / 0.0 / 12.5 (all " in cells and "target n/a / 0.23 / 0.27 (all 0.04 " in cells
+    assert "| 96 | 0.0 | 1.0 |" in cells and "32.3 [12.5–56.2]" in cells
+    assert re.findall(r"(?<![0-9])–|–(?![0-9])", cells) == []  # every dash sits between two numbers
 
 
 def test_report_on_published_excerpt(excerpt_db, tmp_path):
@@ -71,8 +85,9 @@ def test_report_on_our_own_campaign_with_unjudged_turns(tmp_path):
     build_report(outcomes, tmp_path / "rep", "demo")
     md = (tmp_path / "rep" / "report.md").read_text()
     # gemm: t0 has 3 correct executed turns, t1 2 unjudged -> k=1: 1/2, k=4: 3/8, k=8: 3/16;
-    # mha_bwd_d128 has no judged turn at all -> "not evaluated" rather than zeros
-    assert "| replay/demo | target 50.0 / 37.5 / 18.8 (all 50.0 / 37.5 / 18.8) | not evaluated |" in md
+    # mha_bwd_d128 has no judged turn at all -> "n/e" (not evaluated) rather than zeros
+    assert "| replay/demo | target 50.0 / 37.5 / 18.8 (all 50.0 / 37.5 / 18.8) | n/e |" in md
+    assert '"n/e": not evaluated' in md
     assert "3 turns were not evaluated" in md
 
 
@@ -87,6 +102,14 @@ def test_render_escapes():
     assert "h\\|1" in to_markdown(doc)
     html = to_html(doc)
     assert "&lt;td&gt;" in html and "<title>a&lt;b</title>" in html
+
+
+def test_html_cells_break_between_parts_never_inside_a_triple():
+    assert cell_html("target 1.0 / 2.0 / 3.0 (all 4.0 / 5.0 / 6.0)") == (
+        '<span class="nw">target 1.0 / 2.0 / 3.0</span> <span class="nw">(all 4.0 / 5.0 / 6.0)</span>')
+    assert cell_html("10.4 [0.0–15.6]") == '<span class="nw">10.4 [0.0–15.6]</span>'
+    html = to_html(ReportDoc(title="t", notes=[], tables=[Table(title="t", header=["h"], rows=[["a (b)"]])], figures=[]))
+    assert "span.nw{white-space:nowrap}" in html and '<div class="table"><table>' in html
 
 
 def test_groups_with_only_cpu_verdicts_and_unjudged_turns_read_not_evaluated():

@@ -23,6 +23,7 @@ from ptxcore.schema import (
     TargetInstructionEvidence,
 )
 from tasks.judge import judge_kernel, retry_on_infra
+from tasks.states import value
 
 PROBLEM = get_problem("gemm_n7168_k5120")
 HOPPER = get_architecture("hopper")
@@ -48,8 +49,9 @@ class Backend:
 
 def test_judge_task_body_raises_on_infra_error_only():
     c = candidate(StaticTarget.PRESENT)
-    ok = judge_kernel.fn(Backend(EvaluationStatus.INCORRECT_NUMERICAL), "src", c, PROBLEM.name, "hopper", label="x")
-    assert ok.status is EvaluationStatus.INCORRECT_NUMERICAL
+    state = judge_kernel.fn(Backend(EvaluationStatus.INCORRECT_NUMERICAL), "src", c, PROBLEM.name, "hopper", label="x")
+    assert value(state).status is EvaluationStatus.INCORRECT_NUMERICAL  # Completed, named by the verdict
+    assert state.is_completed() and (state.name, state.message) == ("INCORRECT_NUMERICAL", "why")
     with pytest.raises(InfraFailure, match="why"):
         judge_kernel.fn(Backend(EvaluationStatus.INFRA_ERROR), "src", c, PROBLEM.name, "hopper", label="x")
 

@@ -1,0 +1,170 @@
+"""The hostile controls (issue 14), judged in one ordered run on a GPU by one judge, then a correct kernel.
+
+Each candidate tries to reach what a judge must keep out of its reach: a host file, a vendor library, the build
+machine, the judge's wall clock, its state on disk, its environment, the network, its pipe, the host's process
+table and its timer. Each gets the verdict an honest judge gives; nothing it started survives its stage; the
+judge's files are unchanged; and a correct kernel judged right after gets the same verdict it gets alone.
+Set PTXBENCH_HOSTILE_OUT=path.jsonl to keep every envelope.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ptxcore.arch import get_architecture
+from ptxcore.gpu import JudgeConfig
+from ptxcore.gpu.pipeline.judge import GpuJudge
+from ptxcore.problems import get_problem
+from ptxcore.schema import EvaluationStatus as S
+
+pytestmark = pytest.mark.gpu
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+HOSTILE = FIXTURES / "hostile"
+GEMM = get_problem("gemm_n7168_k5120")
+HOPPER = get_architecture("hopper")
+CONFIG = dict(trials=3, warmup=1, iters=3, call_timeout_s=20.0, throttle_retries=0, build_timeout_s=60.0)
+SECRET = "ptxbench-hostile-secret-7f3a9c"
+FIRST: dict = {}  # the correct kernel's result before the attacks
+
+
+def _processes_mentioning(word: str) -> list[str]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if word in cmd:
+                out.append(f"{entry.name}: {cmd[:120]}")
+    return out
+
+
+def _tree_digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.name.endswith(".lock")}
+
+
+@pytest.fixture(scope="module")
+def judge(tmp_path_factory) -> GpuJudge:
+    os.environ["PTXBENCH_TEST_SECRET"] = SECRET  # in the judge's environment: no candidate may see it
+    return GpuJudge(JudgeConfig(cache_dir=tmp_path_factory.mktemp("hostile-judge"), **CONFIG))
+
+
+def _judge(judge: GpuJudge, name: str, source: str | None = None):
+    text = source if source is not None else (HOSTILE / name).read_text()
+    t0 = time.monotonic()
+    result = judge.judge(text, GEMM, HOPPER)
+    wall = time.monotonic() - t0
+    out = os.environ.get("PTXBENCH_HOSTILE_OUT")
+    if out:
+        with open(out, "a") as fh:
+            fh.write(json.dumps({"control": name, "wall_s": round(wall, 2), **result.model_dump(mode="json")}) + "\n")
+    print(f"\n{name}: {result.status.value} in {wall:.1f} s | {result.reason[:160]}")
+    return result, wall
+
+
+def test_reference_verdict_first(judge):
+    """The correct kernel alone (its verdict and timing are compared with the one judged after the attacks)."""
+    r, _ = _judge(judge, "01_gemm_cuda_core.cu", (FIXTURES / "controls" / "01_gemm_cuda_core.cu").read_text())
+    assert r.status is S.PASSED
+    FIRST["result"] = r
+
+
+def test_host_file_include_is_rejected_and_quotes_nothing(judge):
+    r, _ = _judge(judge, "h01_host_file_include.cu")
+    assert r.status is S.REJECTED
+    assert "root:" not in r.model_dump_json() and "/bin/bash" not in r.model_dump_json()
+
+
+def test_vendor_header_through_macros_is_rejected(judge):
+    r, _ = _judge(judge, "h02_vendor_through_macro.cu")
+    assert r.status is S.REJECTED and "cuBLAS" in r.reason
+
+
+def test_compile_bomb_is_stopped_inside_the_build_limit(judge):
+    r, wall = _judge(judge, "h03_compile_bomb.cu")
+    assert r.status is S.COMPILE_ERROR and wall < CONFIG["build_timeout_s"] + 30
+    assert not _processes_mentioning("cicc") and not _processes_mentioning("ptxas")
+
+
+def test_detached_process_neither_stalls_nor_survives(judge):
+    r, wall = _judge(judge, "h04_detached_sleeper.cu")
+    assert r.status is S.INCORRECT_NUMERICAL and wall < 120
+    time.sleep(1)
+    assert not _processes_mentioning("sleep 600")
+
+
+def test_judge_state_cannot_be_tampered_with(judge):
+    before = _tree_digest(judge.config.cache_root())
+    r, _ = _judge(judge, "h05_tamper_judge_state.cu")
+    assert r.status is S.INCORRECT_NUMERICAL
+    after = _tree_digest(judge.config.cache_root())
+    assert {k: v for k, v in after.items() if k in before} == before, "a judge-state file changed"
+
+
+def test_environment_dump_reveals_no_secret(judge):
+    r, _ = _judge(judge, "h06_environment_dump.cu")
+    assert r.status is S.INCORRECT_NUMERICAL
+    assert SECRET not in r.model_dump_json()
+
+
+def test_loopback_listener_receives_nothing(judge):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.5)
+    accepted: list = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept())
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    source = (HOSTILE / "h07_loopback_connect.cu").read_text().replace("@@PORT@@", str(listener.getsockname()[1]))
+    try:
+        r, _ = _judge(judge, "h07_loopback_connect.cu", source)
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+    assert r.status is S.INCORRECT_NUMERICAL and not accepted
+
+
+def test_forged_reply_is_a_reward_hack(judge):
+    r, _ = _judge(judge, "h08_reply_forgery.cu")
+    assert r.status is S.REWARD_HACK and "channel" in r.reason
+
+
+def test_fork_bomb_is_contained(judge):
+    r, wall = _judge(judge, "h09_fork_bomb.cu")
+    assert r.status in (S.INCORRECT_NUMERICAL, S.RUNTIME_ERROR, S.TIMEOUT) and wall < 180
+    time.sleep(1)
+    assert len(_processes_mentioning("ptxcore.gpu.child")) == 0
+
+
+def test_timer_patch_never_passes(judge):
+    r, _ = _judge(judge, "h10_timer_patch.cu")
+    assert r.status is not S.PASSED
+
+
+def test_correct_kernel_after_the_attacks_is_judged_the_same(judge):
+    r, _ = _judge(judge, "01_gemm_cuda_core.cu again", (FIXTURES / "controls" / "01_gemm_cuda_core.cu").read_text())
+    first = FIRST["result"]
+    assert r.status is first.status is S.PASSED
+    assert r.target_instruction.status is first.target_instruction.status
+    assert abs(r.performance.latency_ms - first.performance.latency_ms) <= 0.05 * first.performance.latency_ms
