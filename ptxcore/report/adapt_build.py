@@ -16,7 +16,7 @@ from .reasoning_plot import ALL_PROBLEMS, lengths_by_problem, plot_reasoning_len
 from .recipes import RecipeManifest, recipe_table
 from .render import Figure, ReportDoc, to_html, to_markdown
 from .subsets import TrajectorySubset, trajectory_counts
-from .tables import DASH, ReportError, Table
+from .tables import NO_TURN, ReportError, Table
 
 log = logging.getLogger(__name__)
 Step = Callable[[str], None]
@@ -64,8 +64,8 @@ def reasoning_table(outcomes: Sequence[TurnOutcome]) -> Table:
     rows = []
     for model in dict.fromkeys(s.group for s in summary):
         whole = cell[(model, ALL_PROBLEMS)]
-        rows.append([model, str(whole.n), str(whole.n_zero), DASH if whole.p90 is None else f"{whole.p90:,.0f}",
-                     *(DASH if (model, p) not in cell or cell[(model, p)].median is None
+        rows.append([model, str(whole.n), str(whole.n_zero), NO_TURN if whole.p90 is None else f"{whole.p90:,.0f}",
+                     *(NO_TURN if (model, p) not in cell or cell[(model, p)].median is None
                        else f"{cell[(model, p)].median:,.0f}" for p in panels)])
     return Table(title="Figure 15 data: median reasoning tokens per turn, by model and problem",
                  header=["model", "turns drawn", "turns without reasoning (left out)", "p90 (all problems)",

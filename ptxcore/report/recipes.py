@@ -34,7 +34,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from .tables import DASH, Table
+from .tables import NO_TURN, Table
 
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 """Largest manifest read."""
@@ -149,8 +149,8 @@ def recipe_table(manifests: Sequence[RecipeManifest]) -> Table:
         drops = m.drop_counts()
         reasons = "; ".join(f"{r}: {n}" for r, n in sorted(drops.items(), key=lambda kv: (-kv[1], kv[0])))
         paper = PAPER_RECIPE_ROWS.get(recipe)
-        rows.append([recipe, m.kind or DASH, m.scope or DASH, m.synthesizer or DASH, m.balance or DASH, str(m.rows),
-                     str(paper) if paper is not None else DASH, str(sum(drops.values())), reasons or DASH])
+        rows.append([recipe, m.kind or NO_TURN, m.scope or NO_TURN, m.synthesizer or NO_TURN, m.balance or NO_TURN, str(m.rows),
+                     str(paper) if paper is not None else NO_TURN, str(sum(drops.values())), reasons or NO_TURN])
     return Table(title="Table 10: SFT recipes, rows written and rows dropped (with reasons)",
                  header=["recipe", "data", "scope", "synthesizer", "balance", "rows", "paper rows", "dropped",
                          "drop reasons"], rows=rows, key="table10")

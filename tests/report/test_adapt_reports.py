@@ -45,7 +45,7 @@ ADAPT_RUNS_GZ = EXCERPT_CSV.parent / "ptxbench_adapt_runs.csv.gz"
 PAPER = parse_subset("paper")
 ALL = parse_subset("all")
 PROBLEMS = ["gemm_n7168_k5120", "mha_with_lse_d128", "mha_with_lse_d128_causal", "mha_bwd_d128", "mha_bwd_d128_causal"]
-NONE = "target – / – / – (all – / – / –)"
+NONE = "target 0.0 / 0.0 / 0.0 (all 0.0 / 0.0 / 0.0)"  # measured zeros (the report writes 0.0 for a measured 0)
 
 # The paper's Table 8 (turn correctness %, k = 1 / 4 / 8: target-instruction rate, then all correct turns) and
 # Table 9 (target best speedup) for the columns GEMM, MHA-Fwd, MHA-Fwd-Causal, MHA-Bwd, MHA-Bwd-Causal; "-" is
@@ -239,7 +239,7 @@ def test_table_4_matches_the_paper(adapt_db):
     s1 = {p: _paper_notation(chosen, "Qwen3.6-27B-s1", p)[:2] for p in ("mha_bwd_d128", "mha_with_lse_d128")}
     assert s1 == {"mha_bwd_d128": ("-/2.1/4.2", "-/2.1/4.2"), "mha_with_lse_d128": ("16.7/16.7/19.8", "16.7/16.7/19.8")}
     assert {r[1]: r[-1] for r in speeds.rows if r[0] == "Qwen3.6-27B"}["notes+fixed (ORACLE)"] == \
-        "target – / 0.53 / 0.55 (all – / 0.53 / 0.55)"
+        "target n/a / 0.53 / 0.55 (all n/a / 0.53 / 0.55)"
     from ptxcore.schema import RetrievalCondition
     base = [o for o in outcomes if o.model == "Qwen3.6-27B"]
     with pytest.raises(ReportError, match="two runs for Qwen3.6-27B · notes"):
@@ -303,8 +303,8 @@ def test_table_10_from_manifests(tmp_path):
     b = _manifest(tmp_path / "x.json", {"recipe": "mine", "rows": 0, "dropped": {"no pairs": 7}})
     table = recipe_table([load_manifest(a), load_manifest(b)])
     assert table.rows == [
-        ["mine", "–", "–", "–", "–", "0", "–", "7", "no pairs: 7"],
-        ["s3", "fixit", "8ops-Extended", "GLM-5.2", "–", "406", "406", "5", "no closed code fence: 3; over token budget: 2"],
+        ["mine", "n/a", "n/a", "n/a", "n/a", "0", "n/a", "7", "no pairs: 7"],
+        ["s3", "fixit", "8ops-Extended", "GLM-5.2", "n/a", "406", "406", "5", "no closed code fence: 3; over token budget: 2"],
     ]
     with pytest.raises(ManifestError, match="two manifests for recipe s3"):
         recipe_table([load_manifest(a), load_manifest(a)])
