@@ -15,8 +15,7 @@ import yaml
 from ptxcore.arch import get_architecture
 from ptxcore.compile import BuildOptions, CompileCache, compile_candidate
 from ptxcore.schema import CompileStatus, StaticTarget
-
-from .kernel_source import SOLUTIONS
+from research.kernel_models.kernel_source import SOLUTIONS
 
 HOPPER = BuildOptions(arch=get_architecture("hopper"))
 CPP_BLOCK = re.compile(r"```cpp\n(.*?)```", re.DOTALL)
