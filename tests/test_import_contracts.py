@@ -24,6 +24,8 @@ EXPECTED = [
     "ptxcore.triton imports no heavy library and not ptxcore.gpu",
     "Triton child-side modules stay free of pydantic",
     "adapt imports no heavy library directly",
+    "the product never imports research",
+    "research never imports the tests",
 ]
 
 
@@ -40,17 +42,21 @@ def test_import_contracts_hold():
 
 
 def test_a_violation_is_caught(tmp_path):
-    """The contracts are live: a copy of the tree with ptxcore.schema importing torch fails."""
-    for pkg in ("ptxcore", "tasks", "flows"):
+    """The contracts are live: a copy of the tree with ptxcore.schema importing torch and ptxcore.metrics
+    importing research fails both."""
+    for pkg in ("ptxcore", "tasks", "flows", "research"):
         shutil.copytree(REPO / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     bad = tmp_path / "ptxcore" / "schema" / "base.py"
     bad.write_text("import torch  # noqa\n" + bad.read_text())
+    fenced = tmp_path / "ptxcore" / "metrics" / "__init__.py"
+    fenced.write_text(fenced.read_text() + "\nimport research.kernel_models.hw_model  # noqa\n")
     # `python -c` puts the working directory first on sys.path, so the copy shadows the installed tree.
     code = "import sys; sys.argv = ['lint-imports', '--no-cache']; from importlinter.cli import lint_imports_command; lint_imports_command()"
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     assert "light packages import no heavy library BROKEN" in proc.stdout
+    assert "the product never imports research BROKEN" in proc.stdout
 
 
 def test_no_import_cycles():

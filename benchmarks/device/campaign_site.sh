@@ -4,7 +4,7 @@
 # call's 64 MiB carry beside the working tree:
 #
 #   bash benchmarks/device/campaign_site.sh            # -> .carry/comb/comb.tar.xz (about 57 MB)
-#   GPUS=0 bash benchmarks/device/x2_batch.sh resume   # on the device, carry [".carry/comb", ...]
+#   GPUS=0 bash benchmarks/device/run.sh resume        # on the device, carry [".carry/comb", ...]
 #
 # Steps: resolve the py3.12 manylinux closure of the pinned campaign packages; drop what the GPU image
 # already holds (KINDS.md's package list); install the rest with --target; prune what a campaign never

@@ -25,7 +25,7 @@ def main() -> int:
     from ptxcore.problems import load_catalog
 
     judge = GpuJudge(JudgeConfig(cache_dir=Path(args.cache_dir) if args.cache_dir else None))
-    gpu = judge._init_gpu()
+    gpu = judge.gpu()
     rows = []
     for p in [p for p in load_catalog().values() if p.extension.primary]:
         t0 = time.monotonic()
@@ -39,7 +39,7 @@ def main() -> int:
         rows[-1]["seconds"] = round(time.monotonic() - t0, 1)
         judge.drop_workload_state()
         print(json.dumps(rows[-1]), flush=True)
-    print(f"GPU {gpu['env']['gpu_name']}, driver {gpu['env']['driver_version']}")
+    print(f"GPU {gpu.env['gpu_name']}, driver {gpu.env['driver_version']}")
     for r in rows:
         print(f"  {r['problem']:<28} {r.get('latency_ms', float('nan')):9.4f} ms  {r.get('error', '')}")
     if args.json:

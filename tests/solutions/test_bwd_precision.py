@@ -1,4 +1,4 @@
-"""The dS precision of the attention-backward kernels on the CPU model (bwd_precision_model).
+"""The dS precision of the attention-backward kernels on the CPU model (research.precision.bwd_model).
 
 The H200 judged both causal kernels INCORRECT_NUMERICAL (18 elements of dQ / dK in a trial, all in
 the first rows) while they rounded dS to bf16 before the dQ / dK products. These tests pin the fix:
@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from .bwd_precision_h200 import count
-from .bwd_precision_model import COLS, Variant, bf16, exact_first_rows, first_rows, make_heads
-from .bwd_precision_study import first_rows_study, full_length_study, kernel_variants
-from .kernel_source import kernel_constants, solution_path
+from research.kernel_models.kernel_source import kernel_constants, solution_path
+from research.precision.bwd_h200 import count
+from research.precision.bwd_model import COLS, Variant, bf16, exact_first_rows, first_rows, make_heads
+from research.precision.bwd_study import first_rows_study, full_length_study, kernel_variants
 
 
 def test_hi_lo_split_keeps_16_bits():

@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .attention_reference import attention_bwd, attention_fwd, ptxbench_mismatch
-from .hw_model import Smem, a_regs_to_matrix, bf16, read_operand, tma_load, wgmma
-from .kernel_source import kernel_constants, solution_path
+from research.kernel_models.attention_reference import attention_bwd, attention_fwd, ptxbench_mismatch
+from research.kernel_models.hw_model import Smem, a_regs_to_matrix, bf16, read_operand, tma_load, wgmma
+from research.kernel_models.kernel_source import kernel_constants, solution_path
+
 from .test_fa3_model import desc_kmajor, desc_mnmajor
 from .test_pipeline_protocols import run_protocol_check
 

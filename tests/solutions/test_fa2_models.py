@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .attention_reference import attention_bwd, attention_fwd, ptxbench_mismatch
-from .hw_model import Smem, bf16, mma
-from .kernel_source import kernel_constants, solution_path
-from .warp_model import LANES, Tiles, b_frag, ldsm, pack_a, shfl_xor
+from research.kernel_models.attention_reference import attention_bwd, attention_fwd, ptxbench_mismatch
+from research.kernel_models.hw_model import Smem, bf16, mma
+from research.kernel_models.kernel_source import kernel_constants, solution_path
+from research.kernel_models.warp_model import LANES, Tiles, b_frag, ldsm, pack_a, shfl_xor
 
 LOG2E = 1.4426950408889634
 LN2 = 0.69314718055994531

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .attention_reference import attention_fwd, ptxbench_mismatch
-from .hw_model import Smem, a_regs_to_matrix, bf16, read_operand, tma_load, wgmma
-from .kernel_source import kernel_constants, solution_path
+from research.kernel_models.attention_reference import attention_fwd, ptxbench_mismatch
+from research.kernel_models.hw_model import Smem, a_regs_to_matrix, bf16, read_operand, tma_load, wgmma
+from research.kernel_models.kernel_source import kernel_constants, solution_path
 
 LN2 = 0.69314718055994531
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .hw_model import Smem, bf16, read_operand, tma_load, wgmma
-from .kernel_source import kernel_constants, solution_path
+from research.kernel_models.hw_model import Smem, bf16, read_operand, tma_load, wgmma
+from research.kernel_models.kernel_source import kernel_constants, solution_path
 
 KERNEL = solution_path("gemm_n7168_k5120", "wgmma_tma_ws.cu")
 C = kernel_constants(KERNEL)

@@ -8,8 +8,7 @@ import re
 from ptxcore.agent import load_campaign, plan_campaign
 from ptxcore.agent.replay import ReplayLibrary
 from ptxcore.problems import load_catalog
-
-from .kernel_source import SOLUTIONS
+from research.kernel_models.kernel_source import SOLUTIONS
 
 CAMPAIGN = SOLUTIONS.parent / "campaigns" / "generalization.yaml"
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from .kernel_source import SOLUTIONS
+from research.kernel_models.kernel_source import SOLUTIONS
 
 
 def _load():

@@ -16,9 +16,10 @@ import math
 import numpy as np
 import pytest
 
-from .hw_model import Smem, a_regs_to_matrix, bf16, read_operand, tma_load, wgmma
-from .kernel_source import kernel_constants, solution_path
-from .pipeline_model import Barrier, Hazard, Wait, World, many_schedules
+from research.kernel_models.hw_model import Smem, a_regs_to_matrix, bf16, read_operand, tma_load, wgmma
+from research.kernel_models.kernel_source import kernel_constants, solution_path
+from research.kernel_models.pipeline_model import Barrier, Hazard, Wait, World, many_schedules
+
 from .test_fa3_model import desc_kmajor, desc_mnmajor, quad_max, quad_sum
 
 LOG2E = 1.4426950408889634

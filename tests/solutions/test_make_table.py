@@ -18,8 +18,7 @@ from ptxcore.schema import (
     TargetInstruction,
     TargetInstructionEvidence,
 )
-
-from .kernel_source import SOLUTIONS
+from research.kernel_models.kernel_source import SOLUTIONS
 
 
 def _load():

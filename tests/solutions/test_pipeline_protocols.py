@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from .kernel_source import kernel_constants, solution_path
-from .pipeline_model import Barrier, Hazard, Wait, World, many_schedules
+from research.kernel_models.kernel_source import kernel_constants, solution_path
+from research.kernel_models.pipeline_model import Barrier, Hazard, Wait, World, many_schedules
 
 GEMM = kernel_constants(solution_path("gemm_n7168_k5120", "wgmma_tma_ws.cu"))
 FA3 = kernel_constants(solution_path("mha_with_lse_d128", "fa3_wgmma_tma.cu"))

@@ -15,8 +15,7 @@ from ptxcore.arch import get_architecture
 from ptxcore.compile import BuildOptions, CompileCache, compile_candidate
 from ptxcore.problems import get_problem, load_catalog
 from ptxcore.schema import CompileStatus, StaticTarget
-
-from .kernel_source import SOLUTIONS
+from research.kernel_models.kernel_source import SOLUTIONS
 
 HOPPER = BuildOptions(arch=get_architecture("hopper"))
 KERNELS = sorted(SOLUTIONS.glob("*/*.cu"))

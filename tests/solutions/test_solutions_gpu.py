@@ -12,8 +12,8 @@ import pytest
 from ptxcore.arch import get_architecture
 from ptxcore.problems import get_problem
 from ptxcore.schema import EvaluationStatus, TargetInstruction
+from research.kernel_models.kernel_source import SOLUTIONS
 
-from .kernel_source import SOLUTIONS
 from .test_solutions_compile import IDS, KERNELS, uses_target_path
 
 

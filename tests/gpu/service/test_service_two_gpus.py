@@ -1,5 +1,6 @@
 """The service with one real-judge worker per GPU on a two-GPU host (marker gpu; needs two GPUs: run on
-nvidia-h200-x2 with `GPUS=0,1 benchmarks/device/service_gpu.sh tests`):
+nvidia-h200-x2 with `SERVICE_TESTS=tests/gpu/service/test_service_two_gpus.py bash benchmarks/device/run.sh
+service-pytest`, carry .carry/judge_whl and .whl):
 
 - the adversarial controls, submitted concurrently from six clients as one mixed batch, are spread over
   both GPUs and get the verdicts the single-GPU judge gives (tests/gpu/test_controls.py pins them);

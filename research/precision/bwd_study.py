@@ -1,6 +1,6 @@
 """CPU study: how often the causal attention backward breaks PTXBench's rule under each dS rounding.
 
-    python -m tests.solutions.bwd_precision_study [--heads 8192] [--seq 64] [--rows 64] [--full-heads 4]
+    python -m research.precision.bwd_study [--heads 8192] [--seq 64] [--rows 64] [--full-heads 4]
 
 Many random causal heads of a short length `seq`: the first rows of a causal head see the same keys
 at any length (dQ row i depends on keys 0..i only), so dQ rows [0, seq) are exactly those of the
@@ -17,7 +17,9 @@ import argparse
 
 import torch
 
-from .bwd_precision_model import (
+from research.kernel_models.kernel_source import kernel_constants, solution_path
+
+from .bwd_model import (
     COLS,
     Variant,
     bf16,
@@ -29,7 +31,6 @@ from .bwd_precision_model import (
     rule_mismatch,
     tile_flags,
 )
-from .kernel_source import kernel_constants, solution_path
 
 JUDGED_HEADS = 3 * 4 * 48  # heads of one judgement: 3 trials x B x H
 REFERENCES = ("exact", "bf16_scaled")

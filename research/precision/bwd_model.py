@@ -17,7 +17,7 @@ fp32, as the tensor cores do) next to a float64 computation from the same inputs
 Everything works on slabs: the first `rows` rows of dQ need dS[:rows, :], the first `rows` rows of
 dK need dS[:, :rows]. In causal attention those rows are where dS is large (few keys per query row;
 large P for the first keys), i.e. where the rounding shows. Device-agnostic (CPU study here:
-bwd_precision_study.py; the judge's own inputs on a GPU: bwd_precision_h200.py).
+bwd_study.py; the judge's own inputs on a GPU: bwd_h200.py).
 """
 
 from __future__ import annotations

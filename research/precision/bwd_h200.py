@@ -1,10 +1,10 @@
 """On the GPU host: the dS rounding variants on the judge's own inputs, against its cuDNN references.
 
-    python -m tests.solutions.bwd_precision_h200 [--problem mha_bwd_d128_causal] [--rows 256]
+    python -m research.precision.bwd_h200 [--problem mha_bwd_d128_causal] [--rows 256]
 
 Builds the judge's workload state (the same seeded trials and cuDNN references `ptxbench eval`
 uses), recomputes dQ and dK rows [0, rows) of every head under each variant of
-bwd_precision_model (and float64), and counts PTXBench-rule mismatches against cuDNN. It answers,
+bwd_model (and float64), and counts PTXBench-rule mismatches against cuDNN. It answers,
 before a kernel is judged: how far cuDNN itself is from float64 on these rows, which rounding scheme
 cuDNN's errors follow (a scheme that rounds like cuDNN shows ~0 mismatches), and how many mismatches
 the kernels' scheme should get (the first rows are where they occur; pass --rows 4096 to count all).
@@ -17,8 +17,8 @@ import argparse
 
 import torch
 
-from .bwd_precision_model import Heads, Variant, bf16, exact_first_rows, first_rows, rule_mismatch
-from .bwd_precision_study import kernel_variants
+from .bwd_model import Heads, Variant, bf16, exact_first_rows, first_rows, rule_mismatch
+from .bwd_study import kernel_variants
 
 
 def judged_heads(problem_name: str, trials: int) -> list[tuple[Heads, dict[str, torch.Tensor]]]:

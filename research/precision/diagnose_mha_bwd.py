@@ -1,6 +1,6 @@
 """Diagnose an attention-backward mismatch: candidate vs cuDNN vs a float64 computation from the definition.
 
-    python benchmarks/device/diagnose_mha_bwd.py KERNEL.cu [--problem mha_bwd_d128_causal]
+    python -m research.precision.diagnose_mha_bwd KERNEL.cu [--problem mha_bwd_d128_causal]
 
 Runs the candidate in-process (diagnostic only, not a judgement), finds the elements where it and cuDNN
 disagree under the PTXBench rule, recomputes the heads involved in float64 from Q, K, V, O, dO, L, and
@@ -13,8 +13,6 @@ import argparse
 import math
 import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def exact_head(q, k, v, o, do, lse, causal):  # noqa: ANN001, ANN201 - [S, D] tensors of one head
