@@ -50,6 +50,8 @@ throughput     540  benchmarks/service_throughput.py: cached vs not; one vs all 
 rollout        300  benchmarks/rollout_concurrency.py: turns/s vs concurrency 4, 16, 48
 campaign       560  the demo campaign through ptxbench profiler serve (needs .carry/comb or site parts)
 resume         560  campaign, resumed from a carried warehouse (.carry/runs_h200) on a fresh machine
+batch          420  benchmarks/device/judge_batch.py: one judge over \$BATCH (default: the library, then every replay turn)
+hostile        300  pytest tests/gpu/test_hostile_gpu.py: the hostile controls in order, envelopes to hostile.jsonl
 bwd-precision   90  python -m research.precision.bwd_h200: dS rounding variants vs the judge's cuDNN refs
 diag           120  python -m research.precision.diagnose_mha_bwd \$DIAG_KERNEL: candidate vs cuDNN vs float64
 "
@@ -150,6 +152,25 @@ stage_eval() {
       "$RUN_OUT/eval/${problem}__${name}.json" || tail -5 "$RUN_OUT/eval/${problem}__${name}.stderr"
   done
   return "$rc"
+}
+
+stage_batch() {  # BATCH: "FILE.cu@problem ..." (default: every library kernel, then every replay-turn kernel)
+  local specs=() k
+  if [ -n "${BATCH:-}" ]; then
+    read -r -a specs <<< "$BATCH"
+  else
+    for k in solutions/*/*.cu; do specs+=("$k@$(basename "$(dirname "$k")")"); done
+    "$PYTHON" solutions/build_replay.py --export /tmp/replay_kernels > /dev/null || return 3
+    for k in /tmp/replay_kernels/*/*.cu; do specs+=("$k@$(basename "$(dirname "$k")")"); done
+  fi
+  "$PYTHON" benchmarks/device/judge_batch.py --out "$RUN_OUT/batch" \
+    --deadline-s $((STAGE_TIMEOUT_S - SECONDS - 60)) "${specs[@]}"
+}
+
+stage_hostile() {
+  PTXBENCH_HOSTILE_OUT=$RUN_OUT/hostile.jsonl \
+    "$PYTHON" -m pytest tests/gpu/test_hostile_gpu.py -m gpu -p no:cacheprovider -q -rA -s \
+    --junitxml="$RUN_OUT/hostile.xml"
 }
 
 stage_packs() {
