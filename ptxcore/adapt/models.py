@@ -88,8 +88,8 @@ class TurnRef(FrozenModel):
     """sha256 of the judge envelope (None when no judge ran)."""
     status: str = ""
     """The turn's status."""
-    gpu: str = ""
-    """GPU that judged it."""
+    gpu: str | None = None
+    """GPU that judged it (None when no GPU judged it)."""
 
 
 class SelectionRecord(FrozenModel):

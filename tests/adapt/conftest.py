@@ -36,10 +36,14 @@ def answer(code: str | None, closed: bool = True) -> str:
 
 
 def judge(problem: str, status: EvaluationStatus, target: TargetInstruction, speedup: float | None) -> JudgeResult:
-    from ptxcore.schema import Performance
+    from ptxcore.schema import JudgeCorrectness, Performance
 
-    perf = None if speedup is None else Performance(latency_ms=1 / max(speedup, 1e-3), reference_latency_ms=1.0, speedup_factor=speedup)
-    return JudgeResult(status=status, definition=problem, arch="hopper", performance=perf,
+    passed = status is EvaluationStatus.PASSED
+    perf = None if speedup is None or not passed else Performance(
+        latency_ms=1 / max(speedup, 1e-3), reference_latency_ms=1.0, speedup_factor=speedup)
+    wrong = status in (EvaluationStatus.PASSED, EvaluationStatus.INCORRECT_NUMERICAL)
+    correctness = JudgeCorrectness(max_absolute_error=0.0 if passed else 1.0) if wrong else None
+    return JudgeResult(status=status, definition=problem, arch="hopper", performance=perf, correctness=correctness,
                        target_instruction=TargetInstructionEvidence(status=target, tool="fake"),
                        environment=EnvironmentInfo(gpu_name=GPU, driver_version="580.0"))
 
