@@ -137,16 +137,31 @@ class EvidenceCache:
         return self.root / f"{source_sha[:32]}-{cubin_sha[:32]}.json"
 
     def load(self, source_sha: str, cubin_sha: str) -> TargetInstructionEvidence | None:
+        """Verified evidence for this source and build, or None (a missing, tampered or stale entry)."""
+        from ptxcore.gpu.harness.store import read_verified
+
         p = self._path(source_sha, cubin_sha)
-        return TargetInstructionEvidence.model_validate_json(p.read_text()) if p.is_file() else None
+        value = read_verified(p)
+        if value is None:
+            return None
+        try:
+            ev = TargetInstructionEvidence.model_validate(value)
+        except ValueError as exc:
+            log.warning("evidence %s is not valid (%s): removed", p, exc)
+            p.unlink(missing_ok=True)
+            return None
+        if ev.source_sha256 != source_sha or ev.cubin_sha256 != cubin_sha:  # an entry moved under another key
+            log.warning("evidence %s belongs to another build: removed", p)
+            p.unlink(missing_ok=True)
+            return None
+        return ev
 
     def store(self, ev: TargetInstructionEvidence) -> None:
+        from ptxcore.gpu.harness.store import write_verified
+
         if ev.status is TargetInstruction.UNKNOWN or not ev.source_sha256 or not ev.cubin_sha256:
             return  # failures are not cached: the next judgement tries again
-        p = self._path(ev.source_sha256, ev.cubin_sha256)
-        tmp = p.with_suffix(".tmp")
-        tmp.write_text(ev.model_dump_json(indent=1))
-        tmp.replace(p)
+        write_verified(self._path(ev.source_sha256, ev.cubin_sha256), ev.model_dump(mode="json"))
 
 
 def profile_target(

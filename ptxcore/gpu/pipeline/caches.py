@@ -1,11 +1,16 @@
-"""Small JSON caches on disk (reference latencies, memcheck outcomes), written atomically."""
+"""Small JSON caches of judge state on disk (reference latencies, memcheck outcomes, ncu evidence).
+
+Written atomically; every entry carries the sha256 of its payload and is checked on read: an entry that is
+unreadable, malformed, or whose payload no longer matches its digest (a tampered or half-written file) is
+a miss — logged, removed, recomputed by the caller — never an exception and never a stale verdict.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from pathlib import Path
+
+from ptxcore.gpu.harness.store import read_verified, write_verified
 
 
 def cache_key(*parts: str) -> str:
@@ -22,14 +27,7 @@ class JsonCache:
         self.root.mkdir(parents=True, exist_ok=True)
 
     def get(self, key: str) -> dict | None:
-        p = self.root / f"{key}.json"
-        try:
-            return json.loads(p.read_text())
-        except (OSError, ValueError):
-            return None
+        return read_verified(self.root / f"{key}.json")
 
     def put(self, key: str, value: dict) -> None:
-        p = self.root / f"{key}.json"
-        tmp = p.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(value, indent=1, sort_keys=True))
-        tmp.replace(p)
+        write_verified(self.root / f"{key}.json", value)
