@@ -9,6 +9,7 @@ from .enums import (
     DType,
     EvaluationStatus,
     Language,
+    SandboxMode,
     StaticTarget,
     TargetInstruction,
 )
@@ -31,7 +32,7 @@ from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
 
 __all__ = [
     "SCHEMA_VERSION", "FrozenModel", "text_sha256", "CampaignRecord", "StopReason", "TrajectoryRecord", "AxisConst", "AxisVar", "Definition", "TensorSpec",
-    "Binding", "CompileStatus", "DType", "EvaluationStatus", "Language", "StaticTarget",
+    "Binding", "CompileStatus", "DType", "EvaluationStatus", "Language", "SandboxMode", "StaticTarget",
     "TargetInstruction", "CompileResult", "EnvironmentInfo", "JudgeResult", "KernelResources",
     "LLMUsage", "PtxasResources", "SanitizerSummary", "SassReport", "TargetInstructionEvidence",
     "TurnRecord", "BuildSpec", "SourceFile", "Solution", "Correctness", "Environment",

@@ -44,6 +44,15 @@ class CompileStatus(str, Enum):
     REJECTED = "REJECTED"
 
 
+class SandboxMode(str, Enum):
+    """How a candidate's build or run was isolated."""
+
+    BWRAP = "bwrap"
+    """Inside a bubblewrap sandbox (ptxcore.sandbox): no network, read-only system, private scratch."""
+    UNSANDBOXED = "unsandboxed"
+    """Explicit development opt-out (PTXBENCH_UNSANDBOXED=1): not a trustworthy verdict."""
+
+
 class StaticTarget(str, Enum):
     """Static (disassembly) verdict: are the target instruction families in the binary at all."""
 

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import Field
 
 from .base import SCHEMA_VERSION, FrozenModel
-from .enums import CompileStatus, EvaluationStatus, StaticTarget, TargetInstruction
+from .enums import CompileStatus, EvaluationStatus, SandboxMode, StaticTarget, TargetInstruction
 from .trace import Correctness, Performance
 
 
@@ -83,6 +83,8 @@ class CompileResult(FrozenModel):
     """The result was served from the compile cache (no nvcc ran)."""
     duration_s: float = 0.0
     """Wall time of the compile stage, seconds."""
+    sandbox: SandboxMode | None = None
+    """How nvcc was isolated; None when no nvcc ran for this result (rejected by the source scan)."""
 
 
 class SassReport(FrozenModel):
