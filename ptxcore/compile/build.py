@@ -76,9 +76,7 @@ def _copy_out(src: Path, dest: Path) -> bool:
 
 
 def _gate(passes: dict[str, str], outcome: SandboxOutcome, tc: Toolchain) -> str | None:
-    """The rejection reason of a finished build, or None."""
-    if sum(len(t) for t in passes.values()) > MAX_PREPROCESSED_CHARS:
-        return f"preprocessed source exceeds {MAX_PREPROCESSED_CHARS} characters"
+    """The rejection reason of a build, or None."""
     for text in passes.values():
         reason = check_entered(entered_files(text), tc.include_roots) or find_embedding(text)
         if reason is not None:
@@ -102,18 +100,31 @@ def sandboxed_build(source: str, options: BuildOptions, tc: Toolchain, staging: 
     """Build `source` in a fresh sandbox; the artifact (if any) lands in `staging`."""
     with Sandbox(compile_policy(tc, timeout_s, options.memory_limit_bytes)) as box:
         (box.scratch / SOURCE_NAME).write_text(source)
+        os.utime(box.scratch / SOURCE_NAME, (0, 0))  # -lineinfo records the mtime: reproducible device code
         (box.scratch / KEEP_DIR).mkdir()
         for path in (box.scratch / SOURCE_NAME, box.scratch / KEEP_DIR):
             box.give(path)
         cmd = nvcc_command(box.inside(SOURCE_NAME), box.inside(ARTIFACT_NAME), box.inside(KEEP_DIR), options, tc)
         outcome = box.run(cmd, timeout_s=max(timeout_s, 1.0))
-        passes = read_passes(box.scratch / KEEP_DIR)
+        passes, oversize = read_passes(box.scratch / KEEP_DIR, MAX_PREPROCESSED_CHARS)
+        if oversize:
+            return _oversize(outcome, options)
         if box.mode is SandboxMode.UNSANDBOXED:  # as if it had run at the sandbox's paths
             host = str(box.scratch) + "/"
             passes = {k: v.replace(host, SCRATCH + "/") for k, v in passes.items()}
             outcome = outcome.model_copy(update={"stdout": outcome.stdout.replace(host, SCRATCH + "/"),
                                                  "stderr": outcome.stderr.replace(host, SCRATCH + "/")})
         return _judge(outcome, passes, options, tc, box.scratch, staging)
+
+
+def _oversize(outcome: SandboxOutcome, options: BuildOptions) -> BuildOutcome:
+    """A preprocessed pass too large to check: a preprocessor bomb. Nothing of the build is shown."""
+    common = {"log": "", "artifact": None, "deps": [], "duration_s": outcome.duration_s, "mode": outcome.mode}
+    if outcome.status is not SandboxStatus.EXITED:
+        return BuildOutcome(CompileStatus.COMPILE_ERROR, _failure_reason(outcome, options), cacheable=False,
+                            **common)
+    return BuildOutcome(CompileStatus.REJECTED, f"preprocessed source exceeds {MAX_PREPROCESSED_CHARS} bytes",
+                        cacheable=False, **common)
 
 
 def _deterministic(outcome: SandboxOutcome, passes: dict[str, str]) -> bool:

@@ -22,7 +22,9 @@ FORBIDDEN_HEADERS: tuple[tuple[str, str], ...] = (
     (r"flashinfer/[\w/.]+", "FlashInfer"),
     (r"ATen/[\w/.]+|torch/[\w/.]+", "PyTorch (ATen dispatches to cuBLAS/cuDNN)"),
 )
-_TOKENS = re.compile(r'//[^\n]*|/\*(?:.*?\*/|.*\Z)|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'', re.S)
+# Code (strings and characters included, an unterminated one ends at its line) or one comment.
+_CODE = r'(?:[^/"\']+|/(?![/*])|"[^"\\\n]*(?:\\.[^"\\\n]*)*"?|\'[^\'\\\n]*(?:\\.[^\'\\\n]*)*\'?)+'
+_TOKENS = re.compile(_CODE + r"|//[^\n]*|/\*(?:[^*]*\*+(?:[^/*][^*]*\*+)*/|.*\Z)", re.S)
 _SPLICE = re.compile(r"\\[ \t]*\n")
 _INCLUDE = re.compile(r'^[ \t]*(?:#|%:)[ \t]*include(?:_next)?[ \t]*[<"]([^>"\n]*)[>"]', re.MULTILINE)
 _LINK_PRAGMA = re.compile(r'#[ \t]*pragma[ \t]+comment[ \t]*\([ \t]*lib[ \t]*,[ \t]*"([^"\n]+)"')
@@ -49,7 +51,9 @@ def strip_comments(source: str) -> str:
     """Remove // and /* */ comments (each becomes its newlines), keeping string and character literals."""
     def keep(m: re.Match[str]) -> str:
         text = m.group(0)
-        return text if text[0] in "\"'" else (" " + "\n" * text.count("\n") if text[1] == "*" else "")
+        if text.startswith("//"):
+            return ""
+        return " " + "\n" * text.count("\n") if text.startswith("/*") else text
 
     return _TOKENS.sub(keep, source)
 
@@ -71,7 +75,10 @@ def escapes_headers(name: str) -> bool:
 
 def find_forbidden(source: str) -> ForbiddenUse | None:
     """First forbidden include, link pragma or library name string (comments ignored)."""
-    code = strip_comments(normalize_lines(source))
+    return _forbidden_in(strip_comments(normalize_lines(source)))
+
+
+def _forbidden_in(code: str) -> ForbiddenUse | None:
     for header in _INCLUDE.findall(code):
         library = library_of_header(header) or library_of_header(header.rsplit("/", 1)[-1])
         if library is not None:
@@ -94,10 +101,10 @@ def source_rejection(source: str) -> str | None:
     size = len(source.encode("utf-8", errors="surrogatepass"))
     if size > MAX_SOURCE_BYTES:
         return f"source is {size} bytes; the limit is {MAX_SOURCE_BYTES} bytes"
-    forbidden = find_forbidden(source)
+    code = strip_comments(normalize_lines(source))
+    forbidden = _forbidden_in(code)
     if forbidden is not None:
         return forbidden.message()
-    code = strip_comments(normalize_lines(source))
     if any(escapes_headers(header) for header in _INCLUDE.findall(code)):
         return OUTSIDE_REASON
     return None

@@ -151,17 +151,22 @@ def dependencies_current(deps: list[Dependency]) -> bool:
         return False
 
 
-def read_passes(keep_dir: Path) -> dict[str, str]:
-    """The preprocessed text of each pass that completed (regular files only; never follows links)."""
+def read_passes(keep_dir: Path, max_chars: int) -> tuple[dict[str, str], bool]:
+    """The preprocessed text of each pass that completed (regular files only, never following links), and
+    whether any pass was larger than `max_chars` (then not read)."""
     out: dict[str, str] = {}
+    oversize = False
     for name in PASS_FILES:
-        path = keep_dir / name
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = os.open(keep_dir / name, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
             continue
         with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
                 continue
-            out[name] = fh.read().decode("utf-8", errors="replace")
-    return out
+            if info.st_size > max_chars:
+                oversize = True
+                continue
+            out[name] = fh.read(max_chars + 1).decode("utf-8", errors="replace")
+    return out, oversize

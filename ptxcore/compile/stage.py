@@ -43,10 +43,12 @@ def source_sha256(source: str) -> str:
 
 
 def lookup_key(source: str, options: BuildOptions, tc: Toolchain) -> str:
-    """Where a build of `source` is looked up: source, flags, tools, sandbox policy and mode. The result's
+    """Where a build of `source` is looked up: source, flags, tools, sandbox policy and mode, memory limit
+    (a build that ran out of memory is a deterministic COMPILE_ERROR at that limit). The result's
     cache_key adds the content of every header the build entered (see build_key)."""
     mode = SandboxMode.UNSANDBOXED if sandbox_disabled() else SandboxMode.BWRAP
-    return cache_key(source, options.flags(), *tc.version_parts(), STAGE_VERSION, mode.value)
+    return cache_key(source, options.flags(), *tc.version_parts(), STAGE_VERSION, mode.value,
+                     f"memory-{options.memory_limit_bytes}")
 
 
 def build_key(lookup: str, outcome: BuildOutcome) -> str:

@@ -14,6 +14,8 @@ from ptxcore.sandbox import POLICY_VERSION, Limits, SandboxPolicy, presets
 from ptxcore.sass.tools import find_tool
 
 SCRATCH = "/scratch"
+MAX_FILE_BYTES = 256 << 20
+"""Largest file an nvcc run may write (its .ii, .ptx, .cubin and .so are a few MB)."""
 PACKS_ENV = "PTXBENCH_KNOWLEDGE_PACKS_DIR"
 
 
@@ -115,6 +117,7 @@ def compile_policy(tc: Toolchain, timeout_s: float, memory_limit_bytes: int) -> 
               *presets.tree_mounts([tc.toolkit_root, tc.tvm_ffi_include, tc.tvm_ffi_lib, *tc.pack_headers]))
     env = {"PATH": f"{tc.toolkit_root}/bin:/usr/bin:/bin", "HOME": SCRATCH, "TMPDIR": "/tmp", "LC_ALL": "C",
            "LANG": "C"}
-    limits = Limits(address_space_bytes=memory_limit_bytes, cpu_time_s=int(timeout_s) + 30)
+    limits = Limits(address_space_bytes=memory_limit_bytes, cpu_time_s=int(timeout_s) + 30,
+                    file_size_bytes=MAX_FILE_BYTES)
     return SandboxPolicy(name="compile", mounts=mounts, scratch_target=SCRATCH, env=env, limits=limits,
                          output_limit_bytes=4 << 20)
