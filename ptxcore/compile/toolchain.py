@@ -92,10 +92,13 @@ def pack_header_dirs(arch_key: str) -> tuple[str, ...]:
     return tuple(str(d.resolve()) for d in dirs if d.is_dir())
 
 
-@functools.lru_cache(maxsize=8)
 def toolchain(arch_key: str) -> Toolchain:
-    """The toolchain for building candidates of `arch_key` on this machine (found once)."""
-    nvcc = find_tool("nvcc")
+    """The toolchain for building candidates of `arch_key` on this machine (found once per nvcc)."""
+    return _toolchain(find_tool("nvcc"), arch_key)
+
+
+@functools.lru_cache(maxsize=8)
+def _toolchain(nvcc: str, arch_key: str) -> Toolchain:
     root, version = _toolkit(nvcc)
     host, system_dirs = _host_compiler()
     tvm_version, tvm_include, tvm_lib = _tvm_ffi()

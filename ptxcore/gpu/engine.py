@@ -102,7 +102,7 @@ class Judge:
         started = time.monotonic()
         uuid = problem.workload(workload_uuid).uuid
         r = _ResultBuilder(problem.name, uuid, arch.key)
-        compiled = compile_candidate(source, BuildOptions(arch, link_cuda=True, timeout_s=self.config.build_timeout_s),
+        compiled = compile_candidate(source, BuildOptions(arch, timeout_s=self.config.build_timeout_s),
                                      self.compile_cache)
         r.stage("build", time.monotonic() - started)
         r.compile, r.sass = compiled.result, compiled.sass

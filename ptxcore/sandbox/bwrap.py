@@ -25,6 +25,9 @@ INSTALL_HINT = ("install bubblewrap (apt-get install -y bubblewrap) or point PTX
                 "(benchmarks/device/fetch_bwrap.sh builds one for hosts without a package manager)")
 
 
+_WARNED: set[str] = set()
+
+
 class SandboxUnavailableError(RuntimeError):
     """No working sandbox on this machine (bwrap missing, or namespaces not allowed): an infrastructure
     failure, never a verdict. Candidates are never built or run unsandboxed instead."""
@@ -44,8 +47,8 @@ def find_bwrap() -> str:
 
 
 def _namespace_flags(policy: SandboxPolicy) -> list[str]:
-    flags = ["--unshare-user", "--disable-userns",
-             "--unshare-net", "--unshare-uts", "--hostname", HOSTNAME, "--unshare-cgroup-try"]
+    user = [] if policy.profiling_admin else ["--unshare-user", "--disable-userns"]
+    flags = [*user, "--unshare-net", "--unshare-uts", "--hostname", HOSTNAME, "--unshare-cgroup-try"]
     if policy.unshare_pid:
         flags.append("--unshare-pid")
     if policy.unshare_ipc:
@@ -78,8 +81,8 @@ def sandbox_env(policy: SandboxPolicy) -> dict[str, str]:
 def bwrap_argv(policy: SandboxPolicy, scratch: Path, cmd: list[str], status_fd: int, cwd: str | None
                ) -> list[str]:
     """bwrap's command line running `cmd` under `policy`, with `scratch` as the writable directory."""
-    argv = [find_bwrap(), *_namespace_flags(policy), "--die-with-parent", "--new-session",
-            "--cap-drop", "ALL", "--clearenv"]
+    caps = ["--cap-drop", "ALL"] + (["--cap-add", "CAP_SYS_ADMIN"] if policy.profiling_admin else [])
+    argv = [find_bwrap(), *_namespace_flags(policy), "--die-with-parent", "--new-session", *caps, "--clearenv"]
     for key, value in sandbox_env(policy).items():
         argv += ["--setenv", key, value]
     argv += [*_mount_flags(policy, scratch), "--bind", str(scratch / "files"), policy.scratch_target]
@@ -114,6 +117,8 @@ def resolve_run_as(policy: SandboxPolicy) -> bool:
     """True when this policy's sandbox runs as nobody (see RunAs)."""
     if policy.run_as is RunAs.CALLER:
         return False
+    if policy.profiling_admin and not caller_is_root():
+        raise SandboxUnavailableError("profiling_admin needs a root caller")
     if policy.run_as is RunAs.NOBODY:
         if not caller_is_root():
             raise SandboxUnavailableError("run_as=nobody needs a root caller")
@@ -122,6 +127,9 @@ def resolve_run_as(policy: SandboxPolicy) -> bool:
         return False
     problem = _probe(policy.model_dump_json(), True)
     if problem is not None:
+        if policy.name in _WARNED:
+            return False
+        _WARNED.add(policy.name)
         log.warning("sandbox %s: cannot run as nobody (%s); running as root: no process-count limit",
                     policy.name, problem)
         return False

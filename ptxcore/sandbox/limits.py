@@ -57,7 +57,7 @@ def rlimit_settings(limits: Limits, uid: int) -> list[str]:
         items.append(f"RLIMIT_CPU={limits.cpu_time_s}")
     if limits.open_files is not None:
         items.append(f"RLIMIT_NOFILE={limits.open_files}")
-    if limits.processes is not None:
+    if limits.processes is not None and uid != 0:  # the kernel never applies RLIMIT_NPROC to uid 0
         items.append(f"RLIMIT_NPROC={limits.processes + _tasks_of_uid(uid)}")
     return items
 

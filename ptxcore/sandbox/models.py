@@ -129,6 +129,10 @@ class SandboxPolicy(FrozenModel):
     """Own System V IPC / POSIX message-queue namespace (/dev/shm is private in any case)."""
     output_limit_bytes: int = Field(default=1 << 20, gt=0)
     """Per stream: stdout/stderr beyond this many bytes are counted and dropped."""
+    profiling_admin: bool = False
+    """Nsight Compute where the driver restricts GPU counters to admins (RmProfilingAdminOnly=1): keep
+    CAP_SYS_ADMIN of the host and use no user namespace. WEAKER: such a process could remount what it sees.
+    Needs a root caller and run_as=caller; use only for the one ncu replay, never for plain candidate runs."""
 
     @field_validator("scratch_target")
     @classmethod
@@ -145,6 +149,12 @@ class SandboxPolicy(FrozenModel):
             if not key or "=" in key or "\0" in key or "\0" in value:
                 raise ValueError(f"bad environment entry {key!r}")
         return v
+
+    @model_validator(mode="after")
+    def _admin_only_as_caller(self) -> SandboxPolicy:
+        if self.profiling_admin and self.run_as is not RunAs.CALLER:
+            raise ValueError("profiling_admin needs run_as=caller (a root caller)")
+        return self
 
     @model_validator(mode="after")
     def _no_mount_over_scratch(self) -> SandboxPolicy:

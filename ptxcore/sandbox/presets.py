@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from .models import Mount, MountKind, ro
+from .models import Limits, Mount, MountKind, RunAs, SandboxPolicy, ro
 
 MERGED_USR_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 GPU_DEVICE_GLOBS = ("/dev/nvidiactl", "/dev/nvidia[0-9]*", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
@@ -83,6 +83,32 @@ def gpu_mounts() -> tuple[Mount, ...]:
     """Everything CUDA needs besides the toolkit: device nodes, driver libraries, /sys read-only (PCI
     topology) and /proc/driver/nvidia (visible through the sandbox's own /proc)."""
     return (*gpu_device_mounts(), *driver_library_mounts(), ro("/sys", optional=True))
+
+
+GPU_ENV_PASSTHROUGH = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES")
+
+
+def gpu_stage_policy(name: str, *, python_paths: Iterable[str | Path] = (), toolkit_root: str | None = None,
+                     env: dict[str, str] | None = None, limits: Limits | None = None,
+                     run_as: RunAs = RunAs.AUTO, profiling_admin: bool = False,
+                     unshare_ipc: bool = True) -> SandboxPolicy:
+    """A policy for a GPU stage (the candidate's child session, compute-sanitizer, ncu): the OS, the GPU
+    (device nodes, driver libraries), this Python with `python_paths` (package folders, also PYTHONPATH),
+    and the CUDA toolkit (its tools) when given - all read-only. No address-space limit (CUDA reserves large
+    virtual ranges). Inputs go into the scratch directory; a stage's judge-side state stays outside."""
+    paths = [str(Path(p).resolve()) for p in python_paths if Path(p).exists()]
+    tools = [toolkit_root] if toolkit_root else []
+    mounts = (*system_mounts(), *gpu_mounts(), *python_mounts(paths), *tree_mounts(tools))
+    path = f"{toolkit_root}/bin:/usr/bin:/bin" if toolkit_root else "/usr/bin:/bin"
+    base = {"PATH": path, "HOME": "/scratch",
+            "TMPDIR": "/tmp", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONPATH": ":".join(paths)}
+    return SandboxPolicy(
+        name=name, mounts=mounts, env={**base, **(env or {})}, env_passthrough=GPU_ENV_PASSTHROUGH,
+        limits=limits or Limits(address_space_bytes=None, processes=512, file_size_bytes=8 << 30,
+                                open_files=65536),
+        run_as=RunAs.CALLER if profiling_admin else run_as, profiling_admin=profiling_admin,
+        unshare_ipc=unshare_ipc)
 
 
 def _dedupe(mounts: list[Mount]) -> list[Mount]:

@@ -166,3 +166,26 @@ def test_policy_refuses_mounts_over_scratch_or_tmp(policy):
             {**policy.model_dump(), "mounts": [{"kind": "ro_bind", "target": "/scratch/x", "source": "/usr"}]})
     with pytest.raises(ValueError):
         policy.model_validate({**policy.model_dump(), "mounts": [{"kind": "ro_bind", "target": "/"}]})
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="profiling_admin needs a root caller")
+def test_profiling_admin_keeps_only_cap_sys_admin_and_stays_read_only(policy):
+    from ptxcore.sandbox import RunAs
+
+    admin = policy.model_copy(update={"run_as": RunAs.CALLER, "profiling_admin": True})
+    out = sh("grep CapEff /proc/self/status; touch /usr/x 2>/dev/null && echo WROTE; echo done", admin)
+    assert out.stdout.split("\n")[0].split()[1] == f"{1 << 21:016x}" and "WROTE" not in out.stdout
+    with pytest.raises(ValueError, match="run_as=caller"):
+        policy.model_validate({**policy.model_dump(), "profiling_admin": True})
+
+
+def test_gpu_stage_policy_runs_this_python_with_its_packages():
+    import sys
+
+    from ptxcore.sandbox import RunAs
+
+    site = [p for p in sys.path if p.endswith("site-packages")]
+    gpu = presets.gpu_stage_policy("gpu-test", python_paths=site, run_as=RunAs.CALLER)
+    assert gpu.limits.address_space_bytes is None and "CUDA_VISIBLE_DEVICES" in gpu.env_passthrough
+    out = run([sys.executable, "-c", "import pydantic; print('ok', pydantic.VERSION)"], gpu, 60)
+    assert out.ok and out.stdout.startswith("ok "), out.stderr[-500:]

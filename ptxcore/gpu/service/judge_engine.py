@@ -64,7 +64,7 @@ class JudgeEngine:
 
         uuid = problem.workload(item.workload_uuid or None).uuid
         r = _ResultBuilder(problem.name, uuid, arch.key)
-        compiled = compile_candidate(item.source, BuildOptions(arch, link_cuda=True), self.judge.compile_cache)
+        compiled = compile_candidate(item.source, BuildOptions(arch), self.judge.compile_cache)
         r.compile, r.sass = compiled.result, compiled.sass
         started = time.monotonic()
         if compiled.result.status is not CompileStatus.COMPILED:
