@@ -114,7 +114,8 @@ def ipc(auto, root) -> None:
     try:
         import cupy
     except ImportError as exc:
-        record("cuda ipc from judge", "-", lambda: (False, f"no cupy here: {exc}"))
+        reason = f"no cupy here: {exc}"
+        record("cuda ipc from judge", "-", lambda: (False, reason))
         return
 
     buf = cupy.arange(1024, dtype=cupy.float32)
