@@ -43,8 +43,10 @@ def sandbox_disabled() -> bool:
 
 
 def _base_dir() -> Path:
-    """Parent of scratch directories: $PTXBENCH_SANDBOX_DIR, else <tmp>/ptxbench-sandbox (mode 0711)."""
-    base = Path(os.environ.get(BASE_DIR_ENV) or Path(tempfile.gettempdir()) / "ptxbench-sandbox")
+    """Parent of scratch directories: $PTXBENCH_SANDBOX_DIR, else <tmp>/ptxbench-sandbox[-<uid>] (mode
+    0711: the sandbox's user reaches its own scratch by name, nobody lists the others)."""
+    default = "ptxbench-sandbox" if os.geteuid() == 0 else f"ptxbench-sandbox-{os.geteuid()}"
+    base = Path(os.environ.get(BASE_DIR_ENV) or Path(tempfile.gettempdir()) / default)
     base.mkdir(mode=0o711, parents=True, exist_ok=True)
     st = base.lstat()
     if not base.is_dir() or base.is_symlink() or st.st_uid != os.geteuid():
