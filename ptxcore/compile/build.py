@@ -98,7 +98,7 @@ def _failure_reason(outcome: SandboxOutcome, options: BuildOptions) -> str:
 def sandboxed_build(source: str, options: BuildOptions, tc: Toolchain, staging: Path,
                     timeout_s: float) -> BuildOutcome:
     """Build `source` in a fresh sandbox; the artifact (if any) lands in `staging`."""
-    with Sandbox(compile_policy(tc, timeout_s, options.memory_limit_bytes)) as box:
+    with Sandbox(compile_policy(tc, options.timeout_s, options.memory_limit_bytes)) as box:
         (box.scratch / SOURCE_NAME).write_text(source)
         os.utime(box.scratch / SOURCE_NAME, (0, 0))  # -lineinfo records the mtime: reproducible device code
         (box.scratch / KEEP_DIR).mkdir()

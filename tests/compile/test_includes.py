@@ -51,3 +51,18 @@ def test_failed_pass_diagnostics():
     assert check_failed_log(ordinary, ROOTS) is None
     edg = "/opt/ptxbench-fake-cuda/include/cuda/barrier(12): error: bad\n"
     assert check_failed_log(edg, ROOTS) is None
+
+
+def test_logs_lose_sandbox_and_host_specific_paths():
+    import dataclasses
+
+    from ptxcore.compile.nvcc import scrub_log
+    from ptxcore.compile.toolchain import toolchain
+
+    tc = toolchain("hopper")
+    tc = dataclasses.replace(tc, include_roots=(*tc.include_roots, IncludeRoot("tvm_ffi", "/home/u/venv/tvm_ffi/include")))
+    log = ("/scratch/kernel.cu(3): error: x\n/scratch/keep/kernel.ptx, line 4; error\n"
+           "/home/u/venv/tvm_ffi/include/tvm/ffi/any.h(9): warning: y\n")
+    out = scrub_log(log, tc)
+    assert "/scratch" not in out and "/home/u" not in out
+    assert "kernel.cu(3)" in out and "kernel.ptx, line 4" in out and "<tvm_ffi>/tvm/ffi/any.h(9)" in out
