@@ -23,7 +23,7 @@ from .toolchain import SCRATCH, IncludeRoot
 
 SOURCE_NAME = "kernel.cu"
 PASS_FILES = ("kernel.cpp4.ii", "kernel.cpp1.ii")
-_MARKER = re.compile(r'^# \d+ "((?:[^"\\\n]|\\.)*)"([ \d]*)$', re.M)
+_MARKER = re.compile(r'\n# \d+ "([^"\\\n]*(?:\\.[^"\\\n]*)*)"([ \d]*)(?=\n)')  # literal start: fast search
 _MISSING = re.compile(r"^[^\n]*?:\d+(?::\d+)?: fatal error: ([^\n]*?): No such file or directory$", re.M)
 _LOCATION = re.compile(r'^(?:In file included from |\s+from )?(/[^\s:(]+?)(?::\d+|\(\d+\))', re.M)
 SPECIAL = ("<built-in>", "<command-line>", "<stdin>")
@@ -46,7 +46,7 @@ def _unescape(name: str) -> str:
 def entered_files(text: str) -> set[str]:
     """Paths of the files a preprocessed text entered (flag 1 markers, and the main file's marker)."""
     names: set[str] = set()
-    for i, m in enumerate(_MARKER.finditer(text)):
+    for i, m in enumerate(_MARKER.finditer("\n" + text + "\n")):
         if i == 0 or "1" in m.group(2).split():
             names.add(_unescape(m.group(1)))
     return names
