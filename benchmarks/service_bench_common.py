@@ -101,7 +101,7 @@ def prime_compile_cache(mix: list[tuple[str, str, str]], arch: str = "hopper", j
     t0 = time.monotonic()
     with ThreadPoolExecutor(jobs) as pool:
         list(pool.map(lambda s: compile_candidate(
-            s, BuildOptions(architecture, link_cuda=True, timeout_s=cfg.build_timeout_s), cache), sources))
+            s, BuildOptions(architecture, timeout_s=cfg.build_timeout_s), cache), sources))
     return time.monotonic() - t0
 
 

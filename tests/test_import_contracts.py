@@ -13,6 +13,7 @@ EXPECTED = [
     "flows -> tasks -> ptxcore",
     "ptxcore never imports Prefect or MLflow",
     "schema imports nothing of ours",
+    "sandbox imports only the schema",
     "light packages import no heavy library",
     "torch and cupy only in ptxcore.gpu",
     "duckdb and pyarrow only in ptxcore.warehouse",

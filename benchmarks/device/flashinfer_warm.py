@@ -121,7 +121,7 @@ def check_ours(problem, spec, inputs: dict, want: dict, iters: int) -> dict:  # 
     from ptxcore.compile import BuildOptions, CompileCache, compile_candidate
 
     source = (REPO / "solutions" / problem.name / "wgmma_tma.cu").read_text()
-    compiled = compile_candidate(source, BuildOptions(get_architecture("hopper"), link_cuda=True), CompileCache())
+    compiled = compile_candidate(source, BuildOptions(get_architecture("hopper")), CompileCache())
     if compiled.artifact is None:
         return {"error": f"compile: {compiled.result.status.value} {compiled.result.log[-800:]}"}
     fn = tvm_ffi.load_module(str(compiled.artifact))["run"]

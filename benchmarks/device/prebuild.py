@@ -20,7 +20,7 @@ def main() -> int:
     from ptxcore.gpu import JudgeConfig
 
     cache = CompileCache(JudgeConfig().cache_root() / "compile")
-    opts = BuildOptions(get_architecture("hopper"), link_cuda=True)
+    opts = BuildOptions(get_architecture("hopper"))
     files = [Path(a) for a in sys.argv[1:]] or sorted((REPO / "tests" / "fixtures" / "controls").glob("*.cu"))
     t0 = time.monotonic()
 

@@ -22,11 +22,12 @@ def fail(message: str, code: int = 2) -> NoReturn:
 def _expected_errors() -> tuple[type[BaseException], ...]:
     from ptxcore.arch import UnknownArchitectureError
     from ptxcore.problems import CatalogError, ProblemNotFoundError
+    from ptxcore.sandbox import SandboxUnavailableError
     from ptxcore.sass import ToolNotFoundError
 
     return (
         UserError, UnknownArchitectureError, ProblemNotFoundError, CatalogError, ToolNotFoundError,
-        FileNotFoundError, PermissionError, IsADirectoryError, UnicodeDecodeError,
+        SandboxUnavailableError, FileNotFoundError, PermissionError, IsADirectoryError, UnicodeDecodeError,
     )
 
 

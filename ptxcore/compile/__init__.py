@@ -1,12 +1,13 @@
-"""Compile stage (CPU workers): forbidden-source check, nvcc with a content-addressed cache, ptxas report."""
+"""Compile stage (CPU workers): source checks, sandboxed nvcc with a verified content-addressed cache,
+include and assembler-directive gate, ptxas report."""
 
 from .cache import CompileCache
-from .forbidden import ForbiddenUse, find_forbidden, strip_comments
+from .forbidden import MAX_SOURCE_BYTES, ForbiddenUse, find_forbidden, strip_comments
 from .nvcc import BuildOptions, toolkit_version
 from .ptxas import parse_ptxas
 from .stage import CompiledCandidate, compile_candidate, source_sha256
 
 __all__ = [
-    "CompileCache", "ForbiddenUse", "find_forbidden", "strip_comments", "BuildOptions",
+    "CompileCache", "ForbiddenUse", "find_forbidden", "strip_comments", "MAX_SOURCE_BYTES", "BuildOptions",
     "toolkit_version", "parse_ptxas", "CompiledCandidate", "compile_candidate", "source_sha256",
 ]

@@ -1,28 +1,36 @@
-"""The nvcc build command of ARCHITECTURE.md and a one-shot runner with a timeout."""
+"""The nvcc build command of ARCHITECTURE.md and the scrubbing of its log for feedback.
+
+One build for CPU and GPU hosts: no `-lcuda` (the CPU machines have no libcuda). The GPU host loads the very
+same shared object after preloading libcuda with RTLD_GLOBAL, so driver-API symbols resolve at load time.
+"""
 
 from __future__ import annotations
 
 import functools
 import re
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ptxcore.arch import Architecture
 from ptxcore.sass.tools import find_tool
 
+from .toolchain import SCRATCH, Toolchain
+
 LOG_LIMIT_CHARS = 6000
+GIB = 1 << 30
+KEEP_DIR = "keep"
 
 
 @dataclass(frozen=True)
 class BuildOptions:
-    """What to build for. `link_cuda` only where the driver exists (the GPU host)."""
+    """What to build for, and the build's limits."""
 
     arch: Architecture
-    link_cuda: bool = False
     timeout_s: float = 300.0
     extra_flags: tuple[str, ...] = field(default_factory=tuple)
+    memory_limit_bytes: int = 8 * GIB
+    """Address-space limit of every process of the build (cicc, ptxas, gcc), bytes."""
 
     def flags(self) -> list[str]:
         """Machine-independent flags (no paths): part of the cache key and of the record."""
@@ -30,19 +38,7 @@ class BuildOptions:
             "-shared", "-O3", "-lineinfo", "-Xptxas", "-v",
             f"-gencode={self.arch.gencode}", "-Xcompiler", "-fPIC", "-std=c++17", "-ltvm_ffi",
         ]
-        if self.link_cuda:
-            flags.append("-lcuda")
         return flags + list(self.extra_flags)
-
-
-@dataclass(frozen=True)
-class NvccRun:
-    """Raw outcome of one nvcc invocation."""
-
-    returncode: int | None
-    log: str
-    duration_s: float
-    timed_out: bool
 
 
 def tvm_ffi_paths() -> tuple[str, str]:
@@ -62,31 +58,30 @@ def toolkit_version() -> str:
     return m.group(1) if m else out.stdout.strip().splitlines()[-1]
 
 
-def nvcc_command(source: Path, output: Path, options: BuildOptions) -> list[str]:
-    include, lib = tvm_ffi_paths()
-    return [find_tool("nvcc"), *options.flags(), f"-I{include}", f"-L{lib}", "-o", str(output), str(source)]
+def nvcc_command(source: str, output: str, keep_dir: str, options: BuildOptions, tc: Toolchain) -> list[str]:
+    """nvcc's command line with paths as the sandboxed process sees them; `--keep` leaves the preprocessed
+    passes in `keep_dir` for the include and directive checks."""
+    includes = [f"-I{d}" for d in (tc.tvm_ffi_include, *tc.pack_headers)]
+    return [tc.nvcc, *options.flags(), *includes, f"-L{tc.tvm_ffi_lib}", "--keep", "--keep-dir", keep_dir,
+            "-o", output, source]
 
 
-def run_nvcc(source: Path, output: Path, options: BuildOptions) -> NvccRun:
-    """Run nvcc; never raises for a bad kernel (only for a missing toolchain)."""
-    cmd = nvcc_command(source, output, options)
-    start = time.monotonic()
-    try:
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=options.timeout_s, cwd=source.parent
-        )
-    except subprocess.TimeoutExpired as exc:
-        text = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        return NvccRun(None, text, time.monotonic() - start, True)
-    log = (proc.stdout or "") + (proc.stderr or "")
-    return NvccRun(proc.returncode, log, time.monotonic() - start, False)
+def scrub_log(log: str, tc: Toolchain | None = None) -> str:
+    """Local paths out of a compiler log: the sandbox's scratch, nvcc's temporaries, host-specific roots."""
+    log = log.replace(f"{SCRATCH}/{KEEP_DIR}/", "").replace(SCRATCH + "/", "")
+    log = re.sub(r"/tmp/tmpxft_[0-9a-f_-]+(\.[\w]+)+", "kernel.ptx", log)
+    if tc is not None:
+        for root in tc.include_roots:
+            if root.label != "system" and root.label != "cuda":
+                log = log.replace(root.path + "/", f"<{root.label}>/")
+    return log
 
 
 def trim_log(log: str, source_dir: Path | None = None, limit: int = LOG_LIMIT_CHARS) -> str:
     """Make a compiler log fit a feedback message: local paths removed, order kept, capped."""
     if source_dir is not None:
         log = log.replace(str(source_dir) + "/", "")
-    log = re.sub(r"/tmp/tmpxft_[0-9a-f_-]+(\.[\w]+)+", "kernel.ptx", log)
+    log = scrub_log(log)
     text = "\n".join(ln.rstrip() for ln in log.splitlines() if ln.strip())
     if len(text) > limit:
         text = text[:limit] + f"\n... [{len(text) - limit} more characters trimmed]"

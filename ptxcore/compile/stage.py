@@ -1,4 +1,5 @@
-"""The compile stage: forbidden-source check, cached nvcc build, ptxas report, static SASS verdict."""
+"""The compile stage: source checks, verified cache, sandboxed nvcc build with its include/directive gate,
+ptxas report, static SASS verdict. A bad kernel is a verdict; only a broken machine raises."""
 
 from __future__ import annotations
 
@@ -8,18 +9,23 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ptxcore.sandbox import sandbox_disabled
 from ptxcore.sass import inspect_binary
 from ptxcore.sass.verdict import device_code_sha256
-from ptxcore.schema import CompileResult, CompileStatus, SassReport, text_sha256
+from ptxcore.schema import CompileResult, CompileStatus, SandboxMode, SassReport, text_sha256
 
-from .cache import ARTIFACT_FILE, CompileCache, cache_key
-from .forbidden import find_forbidden
-from .nvcc import BuildOptions, run_nvcc, toolkit_version, trim_log
+from .build import BuildOutcome, sandboxed_build
+from .cache import CachedBuild, CompileCache, cache_key, file_sha256
+from .forbidden import source_rejection
+from .includes import dependency_digest
+from .nvcc import BuildOptions, trim_log
 from .ptxas import parse_ptxas
+from .toolchain import Toolchain, toolchain
 
 log = logging.getLogger(__name__)
 
-SOURCE_FILE = "kernel.cu"
+STAGE_VERSION = "compile-stage-2"
+"""Bumped when the checks that decide a verdict change (part of the cache key)."""
 
 
 @dataclass(frozen=True)
@@ -31,26 +37,23 @@ class CompiledCandidate:
     sass: SassReport | None
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes (the built shared object's identity)."""
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def source_sha256(source: str) -> str:
     """Identity of a candidate source (the project-wide text hash)."""
     return text_sha256(source)
 
 
-def _abi_version() -> str:
-    import tvm_ffi
+def lookup_key(source: str, options: BuildOptions, tc: Toolchain) -> str:
+    """Where a build of `source` is looked up: source, flags, tools, sandbox policy and mode, memory limit
+    (a build that ran out of memory is a deterministic COMPILE_ERROR at that limit). The result's
+    cache_key adds the content of every header the build entered (see build_key)."""
+    mode = SandboxMode.UNSANDBOXED if sandbox_disabled() else SandboxMode.BWRAP
+    return cache_key(source, options.flags(), *tc.version_parts(), STAGE_VERSION, mode.value,
+                     f"memory-{options.memory_limit_bytes}")
 
-    return f"tvm_ffi-{tvm_ffi.__version__}"
+
+def build_key(lookup: str, outcome: BuildOutcome) -> str:
+    """The content address of a build: its lookup key plus the digest of the headers it entered."""
+    return cache_key(lookup, [], "deps", dependency_digest(outcome.deps))
 
 
 def _rejected(source: str, options: BuildOptions, reason: str) -> CompiledCandidate:
@@ -61,62 +64,61 @@ def _rejected(source: str, options: BuildOptions, reason: str) -> CompiledCandid
     return CompiledCandidate(result, None, None)
 
 
-def _build(source: str, options: BuildOptions, key: str, cache: CompileCache) -> dict:
-    workdir = cache.workdir()
-    src = workdir / SOURCE_FILE
-    src.write_text(source)
-    run = run_nvcc(src, workdir / ARTIFACT_FILE, options)
-    resources = parse_ptxas(run.log)
-    if run.timed_out:
-        status, reason = CompileStatus.COMPILE_ERROR, f"compile timed out after {options.timeout_s:.0f} s"
-    elif run.returncode != 0:
-        status, reason = CompileStatus.COMPILE_ERROR, "nvcc failed"
-    else:
-        status, reason = CompileStatus.COMPILED, ""
-    result = CompileResult(
-        status=status, source_sha256=source_sha256(source), arch=options.arch.key,
-        flags=options.flags(), toolkit_version=toolkit_version(), log=trim_log(run.log, workdir),
-        reason=reason, resources=resources, cache_key=key, duration_s=round(run.duration_s, 3),
-    ).model_dump(mode="json")
-    if run.timed_out:  # not deterministic: never cache
-        shutil.rmtree(workdir, ignore_errors=True)
-        return result
-    if status is CompileStatus.COMPILED:
-        report = inspect_binary(workdir / ARTIFACT_FILE, options.arch)
-        (workdir / "sass.json").write_text(report.model_dump_json(indent=1))
-        result["cubin_sha256"] = device_code_sha256(workdir / ARTIFACT_FILE)
-        result["artifact_sha256"] = file_sha256(workdir / ARTIFACT_FILE)
-    src.unlink()
-    cache.publish(key, workdir, result)
-    return result
-
-
 def compile_candidate(
     source: str, options: BuildOptions, cache: CompileCache | None = None
 ) -> CompiledCandidate:
-    """Compile one candidate (or serve it from the cache). A bad kernel is a verdict, not an exception."""
+    """Compile one candidate (or serve it from the cache). A bad kernel is a verdict, not an exception;
+    SandboxUnavailableError when this machine cannot sandbox nvcc."""
     started = time.monotonic()
-    forbidden = find_forbidden(source)
-    if forbidden is not None:
-        return _rejected(source, options, forbidden.message())
+    reason = source_rejection(source)
+    if reason is not None:
+        return _rejected(source, options, reason)
     cache = cache or CompileCache()
-    key = cache_key(source, options.flags(), toolkit_version(), _abi_version())
-    hit = cache.load(key)
+    tc = toolchain(options.arch.key)
+    key = lookup_key(source, options, tc)
+    hit = cache.lookup(key)
     if hit is None:
         with cache.locked(key):
-            hit = cache.load(key)
+            hit = cache.lookup(key, remove_bad=True)
             if hit is None:
-                raw = _build(source, options, key, cache)
-                hit = cache.load(key) or (raw, None)
-                return _finish(hit, key, cache, cache_hit=False, started=started)
-    return _finish(hit, key, cache, cache_hit=True, started=started)
+                return _build(source, options, tc, key, cache, started)
+    return _served(hit, started)
 
 
-def _finish(hit, key: str, cache: CompileCache, cache_hit: bool, started: float) -> CompiledCandidate:
-    raw, artifact = hit
-    result = CompileResult.model_validate({**raw, "cache_hit": cache_hit})
-    if cache_hit:
-        result = result.model_copy(update={"duration_s": round(time.monotonic() - started, 3)})
-    sass_path = cache.entry(key) / "sass.json"
-    sass = SassReport.model_validate_json(sass_path.read_text()) if sass_path.is_file() else None
-    return CompiledCandidate(result, artifact, sass)
+def _served(hit: CachedBuild, started: float) -> CompiledCandidate:
+    result = hit.result.model_copy(update={"cache_hit": True,
+                                           "duration_s": round(time.monotonic() - started, 3)})
+    return CompiledCandidate(result, hit.artifact, hit.sass)
+
+
+def _build(source: str, options: BuildOptions, tc: Toolchain, key: str, cache: CompileCache,
+           started: float) -> CompiledCandidate:
+    staging: Path | None = cache.staging()
+    try:
+        remaining = options.timeout_s - (time.monotonic() - started)
+        built = sandboxed_build(source, options, tc, staging, remaining)
+        sass, cubin, artifact_sha = None, None, None
+        if built.status is CompileStatus.COMPILED:
+            sass = inspect_binary(built.artifact, options.arch)
+            cubin = device_code_sha256(built.artifact)
+            artifact_sha = file_sha256(built.artifact)
+        rejected = built.status is CompileStatus.REJECTED
+        result = CompileResult(
+            status=built.status, source_sha256=source_sha256(source), arch=options.arch.key,
+            flags=options.flags(), toolkit_version=tc.toolkit_version,
+            log=built.reason if rejected else trim_log(built.log), reason=built.reason,
+            resources=parse_ptxas("" if rejected else built.log), cache_key=build_key(key, built),
+            cubin_sha256=cubin, artifact_sha256=artifact_sha, duration_s=round(time.monotonic() - started, 3),
+            sandbox=built.mode,
+        )
+        if not built.cacheable:  # a deadline or limit was hit, or a pass never completed
+            log.info("compile result not cached (%s)", built.reason or built.status.value)
+            return CompiledCandidate(result, None, None)
+        entry = cache.publish(key, staging, result, built.deps, sass)
+        staging = None
+        artifact = entry / built.artifact.name if built.artifact is not None else None
+        return CompiledCandidate(result, artifact, sass)
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+

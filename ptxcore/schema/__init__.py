@@ -18,6 +18,7 @@ from .enums import (
     DType,
     EvaluationStatus,
     Language,
+    SandboxMode,
     StaticTarget,
     TargetInstruction,
 )
@@ -43,7 +44,7 @@ from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
 
 __all__ = [
     "SCHEMA_VERSION", "FrozenModel", "text_sha256", "CampaignRecord", "StopReason", "TrajectoryRecord", "AxisConst", "AxisVar", "Definition", "TensorSpec",
-    "CAMPAIGN_LANGUAGES", "CampaignLanguage", "CorrectnessStats", "JudgeCorrectness", "Binding", "CompileStatus", "DType", "EvaluationStatus", "Language", "StaticTarget",
+    "CAMPAIGN_LANGUAGES", "CampaignLanguage", "CorrectnessStats", "JudgeCorrectness", "Binding", "CompileStatus", "DType", "EvaluationStatus", "Language", "SandboxMode", "StaticTarget",
     "TargetInstruction", "CompileResult", "EnvironmentInfo", "JudgeResult", "KernelResources",
     "LLMUsage", "PtxasResources", "RecordedVerdict", "SanitizerSummary", "SassReport", "TargetInstructionEvidence",
     "TurnRecord", "BuildSpec", "SourceFile", "Solution", "Correctness", "Environment",

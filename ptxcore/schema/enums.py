@@ -70,6 +70,15 @@ _COMPILE_VERDICT = {CompileStatus.COMPILE_ERROR: EvaluationStatus.COMPILE_ERROR,
                     CompileStatus.REJECTED: EvaluationStatus.REJECTED}
 
 
+class SandboxMode(str, Enum):
+    """How a candidate's build or run was isolated."""
+
+    BWRAP = "bwrap"
+    """Inside a bubblewrap sandbox (ptxcore.sandbox): no network, read-only system, private scratch."""
+    UNSANDBOXED = "unsandboxed"
+    """Explicit development opt-out (PTXBENCH_UNSANDBOXED=1): not a trustworthy verdict."""
+
+
 class TargetInstruction(str, Enum):
     """Did the architecture's target instructions really execute."""
 

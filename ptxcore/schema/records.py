@@ -11,7 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from .augmentation import FeedbackAugmentation
 from .base import SCHEMA_VERSION, FrozenModel
-from .enums import CompileStatus, EvaluationStatus, StaticTarget, TargetInstruction
+from .enums import CompileStatus, EvaluationStatus, SandboxMode, StaticTarget, TargetInstruction
 from .migrate import empty_to_none, migrate_correctness, migrate_environment
 from .trace import Correctness, Performance
 
@@ -87,6 +87,8 @@ class CompileResult(FrozenModel):
     """The result was served from the compile cache (no nvcc ran)."""
     duration_s: float = 0.0
     """Wall time of the compile stage, seconds."""
+    sandbox: SandboxMode | None = None
+    """How nvcc was isolated; None when no nvcc ran for this result (rejected by the source scan)."""
 
     _empty = field_validator("toolkit_version", "cache_key", "cubin_sha256", "artifact_sha256",
                              mode="before")(empty_to_none)

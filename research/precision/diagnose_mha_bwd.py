@@ -46,7 +46,7 @@ def main() -> int:
 
     problem = get_problem(args.problem)
     causal = problem.name.endswith("_causal")
-    built = compile_candidate(Path(args.kernel).read_text(), BuildOptions(get_architecture("hopper"), link_cuda=True))
+    built = compile_candidate(Path(args.kernel).read_text(), BuildOptions(get_architecture("hopper")))
     run = tvm_ffi.load_module(str(built.artifact))["run"]
     trial = WorkloadState.build(problem, None, 1).trials[0]
     x = trial.inputs

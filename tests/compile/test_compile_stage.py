@@ -56,7 +56,7 @@ def test_cublas_include_is_rejected_without_running_nvcc(fixtures_dir, cache, mo
     def no_nvcc(*args, **kwargs):
         raise AssertionError("nvcc must not run for a rejected source")
 
-    monkeypatch.setattr(stage_module, "run_nvcc", no_nvcc)
+    monkeypatch.setattr(stage_module, "sandboxed_build", no_nvcc)
     c = compile_candidate(kernel(fixtures_dir, "cublas_include.cu"), HOPPER, cache)
     assert c.result.status is CompileStatus.REJECTED
     assert "cuBLAS" in c.result.reason and c.artifact is None and c.sass is None
@@ -77,7 +77,7 @@ def test_cache_hit_runs_no_nvcc(fixtures_dir, cache, monkeypatch):
     def no_nvcc(*args, **kwargs):
         raise AssertionError("cache hit must not run nvcc")
 
-    monkeypatch.setattr(stage_module, "run_nvcc", no_nvcc)
+    monkeypatch.setattr(stage_module, "sandboxed_build", no_nvcc)
     again = compile_candidate(source, HOPPER, cache)
     assert again.result.cache_hit and again.result.status is CompileStatus.COMPILED
     assert again.result.cubin_sha256 == first.result.cubin_sha256

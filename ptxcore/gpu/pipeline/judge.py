@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ptxcore.arch import Architecture
 from ptxcore.compile import BuildOptions, CompileCache, CompiledCandidate, compile_candidate
-from ptxcore.compile.stage import file_sha256
+from ptxcore.compile.cache import file_sha256
 from ptxcore.gpu.config import JudgeConfig
 from ptxcore.gpu.errors import ArchitectureMismatchError, InfraError, NoGPUError
 from ptxcore.gpu.harness.calls import Tolerance

@@ -1,0 +1,161 @@
+"""One sandboxed nvcc build and its gate: what the preprocessor opened and what reaches the assembler decide
+REJECTED before any of the build's output (log or artifact) is used."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from ptxcore.sandbox import Sandbox, SandboxOutcome, SandboxStatus
+from ptxcore.schema import CompileStatus, SandboxMode
+
+from .directives import find_embedding
+from .includes import (
+    PASS_FILES,
+    SOURCE_NAME,
+    Dependency,
+    check_entered,
+    check_failed_log,
+    dependencies,
+    entered_files,
+    read_passes,
+)
+from .nvcc import KEEP_DIR, BuildOptions, nvcc_command, scrub_log
+from .toolchain import SCRATCH, Toolchain, compile_policy
+
+log = logging.getLogger(__name__)
+
+ARTIFACT_NAME = "kernel.so"
+_GCC_ERROR = re.compile(r"^[^\n(]*:\d+:\d+: (?:fatal )?error: ", re.M)
+MAX_PREPROCESSED_CHARS = 32 << 20
+"""Largest preprocessed text (both passes) the gate reads; the paper's kernels give about 2.5 MB."""
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    """What one sandboxed build established."""
+
+    status: CompileStatus
+    reason: str
+    """One line: why rejected or what failed ("" when compiled)."""
+    log: str
+    """The scrubbed compiler output ("" when rejected: a rejected build's output is never shown)."""
+    artifact: Path | None
+    """The shared object copied out of the sandbox (in the caller's staging directory)."""
+    deps: list[Dependency]
+    """Files the build entered (content hashes); empty when a pass did not complete."""
+    cacheable: bool
+    """Deterministic given the inputs: both passes' dependencies are known and no limit or deadline hit."""
+    duration_s: float
+    mode: SandboxMode
+
+    def __post_init__(self) -> None:
+        if (self.status is CompileStatus.COMPILED) != (self.artifact is not None):
+            raise ValueError("an artifact exactly when compiled")
+        if self.status is CompileStatus.COMPILED and not self.cacheable:
+            raise ValueError("a compiled build has both passes checked, so it is cacheable")
+
+
+def _copy_out(src: Path, dest: Path) -> bool:
+    """Copy a regular file out of the sandbox without following links; False when it is not one."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as fin:
+        if not stat.S_ISREG(os.fstat(fin.fileno()).st_mode):
+            return False
+        with open(dest, "wb") as fout:
+            shutil.copyfileobj(fin, fout)
+    return True
+
+
+def _gate(passes: dict[str, str], outcome: SandboxOutcome, tc: Toolchain) -> str | None:
+    """The rejection reason of a build, or None."""
+    for text in passes.values():
+        reason = check_entered(entered_files(text), tc.include_roots) or find_embedding(text)
+        if reason is not None:
+            return reason
+    if not outcome.ok:
+        return check_failed_log(outcome.output, tc.include_roots)
+    return None
+
+
+def _failure_reason(outcome: SandboxOutcome, options: BuildOptions) -> str:
+    if outcome.status is SandboxStatus.TIMED_OUT:
+        return f"compile timed out after {options.timeout_s:.0f} s"
+    if outcome.status is SandboxStatus.SIGNALED:
+        return (f"the compiler was killed by signal {outcome.signal} (a build limit: memory "
+                f"{options.memory_limit_bytes >> 20} MiB, file size or CPU time)")
+    return "nvcc failed"
+
+
+def sandboxed_build(source: str, options: BuildOptions, tc: Toolchain, staging: Path,
+                    timeout_s: float) -> BuildOutcome:
+    """Build `source` in a fresh sandbox; the artifact (if any) lands in `staging`."""
+    with Sandbox(compile_policy(tc, options.timeout_s, options.memory_limit_bytes)) as box:
+        (box.scratch / SOURCE_NAME).write_text(source)
+        os.utime(box.scratch / SOURCE_NAME, (0, 0))  # -lineinfo records the mtime: reproducible device code
+        (box.scratch / KEEP_DIR).mkdir()
+        for path in (box.scratch / SOURCE_NAME, box.scratch / KEEP_DIR):
+            box.give(path)
+        cmd = nvcc_command(box.inside(SOURCE_NAME), box.inside(ARTIFACT_NAME), box.inside(KEEP_DIR), options, tc)
+        outcome = box.run(cmd, timeout_s=max(timeout_s, 1.0))
+        passes, oversize = read_passes(box.scratch / KEEP_DIR, MAX_PREPROCESSED_CHARS)
+        if oversize:
+            return _oversize(outcome, options)
+        if box.mode is SandboxMode.UNSANDBOXED:  # as if it had run at the sandbox's paths
+            host = str(box.scratch) + "/"
+            passes = {k: v.replace(host, SCRATCH + "/") for k, v in passes.items()}
+            outcome = outcome.model_copy(update={"stdout": outcome.stdout.replace(host, SCRATCH + "/"),
+                                                 "stderr": outcome.stderr.replace(host, SCRATCH + "/")})
+        return _judge(outcome, passes, options, tc, box.scratch, staging)
+
+
+def _oversize(outcome: SandboxOutcome, options: BuildOptions) -> BuildOutcome:
+    """A preprocessed pass too large to check: a preprocessor bomb. Nothing of the build is shown."""
+    common = {"log": "", "artifact": None, "deps": [], "duration_s": outcome.duration_s, "mode": outcome.mode}
+    if outcome.status is not SandboxStatus.EXITED:
+        return BuildOutcome(CompileStatus.COMPILE_ERROR, _failure_reason(outcome, options), cacheable=False,
+                            **common)
+    return BuildOutcome(CompileStatus.REJECTED, f"preprocessed source exceeds {MAX_PREPROCESSED_CHARS} bytes",
+                        cacheable=False, **common)
+
+
+def _deterministic(outcome: SandboxOutcome, passes: dict[str, str]) -> bool:
+    """The outcome follows from the source and the entered headers alone: it exited by itself, and every
+    preprocessing pass that ran completed (both; or the host pass, then nvcc's front end stopped before the
+    device pass - a gcc error in the log means the device pass failed instead, on a header we cannot see)."""
+    if outcome.status is not SandboxStatus.EXITED:
+        return False
+    if len(passes) == 2:
+        return True
+    return list(passes) == [PASS_FILES[0]] and not _GCC_ERROR.search(outcome.output)
+
+
+def _judge(outcome: SandboxOutcome, passes: dict[str, str], options: BuildOptions, tc: Toolchain,
+           scratch: Path, staging: Path) -> BuildOutcome:
+    cacheable = _deterministic(outcome, passes)
+    names = set().union(*(entered_files(t) for t in passes.values())) if passes else set()
+    deps = dependencies(names, tc.include_roots) if cacheable else []
+    common = {"deps": deps, "duration_s": outcome.duration_s, "mode": outcome.mode}
+    reason = _gate(passes, outcome, tc)
+    if reason is not None:
+        return BuildOutcome(CompileStatus.REJECTED, reason, "", None, cacheable=cacheable, **common)
+    if not outcome.ok:
+        return BuildOutcome(CompileStatus.COMPILE_ERROR, _failure_reason(outcome, options),
+                            scrub_log(outcome.output, tc), None, cacheable=cacheable, **common)
+    if len(passes) != 2:
+        return BuildOutcome(CompileStatus.COMPILE_ERROR, "the build left no preprocessed passes to check",
+                            "", None, cacheable=False, **common)
+    artifact = staging / ARTIFACT_NAME
+    if not _copy_out(scratch / ARTIFACT_NAME, artifact):
+        return BuildOutcome(CompileStatus.COMPILE_ERROR, "nvcc produced no shared object",
+                            scrub_log(outcome.output, tc), None, cacheable=False, **common)
+    return BuildOutcome(CompileStatus.COMPILED, "", scrub_log(outcome.output, tc), artifact,
+                        cacheable=True, **common)

@@ -1,0 +1,172 @@
+"""What the preprocessor really opened, and whether a candidate may have opened it.
+
+nvcc preprocesses a .cu twice with the host compiler (host pass -> <name>.cpp4.ii, device pass ->
+<name>.cpp1.ii; `--keep` leaves both in the keep directory). gcc writes a line marker `# N "file" 1` each time
+it enters a file, so the markers name every file that contributed text, however its name was spelled
+(macros, digraphs, splices, CR line ends, `#include_next`, relative or absolute paths). A candidate can add
+markers of its own (a GNU line directive) but cannot hide one, so extra names only ever reject.
+When a pass fails before it wrote its .ii (a missing header is fatal in gcc), its diagnostics name the file
+it failed on and every file they quote from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from .forbidden import OUTSIDE_REASON, ForbiddenUse, escapes_headers, library_of_header
+from .toolchain import SCRATCH, IncludeRoot
+
+SOURCE_NAME = "kernel.cu"
+PASS_FILES = ("kernel.cpp4.ii", "kernel.cpp1.ii")
+_MARKER = re.compile(r'\n# \d+ "([^"\\\n]*(?:\\.[^"\\\n]*)*)"([ \d]*)(?=\n)')  # literal start: fast search
+_MISSING = re.compile(r"^[^\n]*?:\d+(?::\d+)?: fatal error: ([^\n]*?): No such file or directory$", re.M)
+_LOCATION = re.compile(r'^(?:In file included from |\s+from )?(/[^\s:(]+?)(?::\d+|\(\d+\))', re.M)
+SPECIAL = ("<built-in>", "<command-line>", "<stdin>")
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """One file a build read: its include root, path relative to it, host path and content hash."""
+
+    root: str
+    relative: str
+    path: str
+    sha256: str
+
+
+def _unescape(name: str) -> str:
+    return re.sub(r"\\(.)", r"\1", name)
+
+
+def entered_files(text: str) -> set[str]:
+    """Paths of the files a preprocessed text entered (flag 1 markers, and the main file's marker)."""
+    names: set[str] = set()
+    for i, m in enumerate(_MARKER.finditer("\n" + text + "\n")):
+        if i == 0 or "1" in m.group(2).split():
+            names.add(_unescape(m.group(1)))
+    return names
+
+
+def _real(path: str) -> str:
+    if path == f"{SCRATCH}/{SOURCE_NAME}":
+        return path
+    if path == SCRATCH or path.startswith(SCRATCH + "/"):
+        return "<scratch>"  # nvcc's own intermediates or a file the candidate cannot have placed
+    return os.path.realpath(path) if os.path.isabs(path) else "<relative>"
+
+
+def vendor_of(real: str, roots: tuple[IncludeRoot, ...]) -> str | None:
+    """The forbidden library a real header path belongs to (its path under its root, or its name)."""
+    for root in roots:
+        rel = root.relative(real)
+        if rel is not None:
+            parts = rel.split("/")
+            for i in range(len(parts)):
+                library = library_of_header("/".join(parts[i:]))
+                if library is not None:
+                    return library
+    return library_of_header(os.path.basename(real))
+
+
+def check_entered(names: set[str], roots: tuple[IncludeRoot, ...]) -> str | None:
+    """One-line rejection reason for the files a pass entered, or None when all are allowed."""
+    vendor, outside = None, False
+    for name in sorted(names):
+        if name in SPECIAL:
+            continue
+        real = _real(name)
+        if real == f"{SCRATCH}/{SOURCE_NAME}":
+            continue
+        if not any(root.relative(real) is not None for root in roots):
+            outside = True
+            continue
+        vendor = vendor or vendor_of(real, roots)
+    if vendor is not None:
+        return ForbiddenUse(vendor, "its headers were included").message()
+    return OUTSIDE_REASON if outside else None
+
+
+def check_failed_log(log: str, roots: tuple[IncludeRoot, ...]) -> str | None:
+    """Rejection reason from a failed pass's diagnostics: a missing header that is a vendor header or an
+    escaping name, or a diagnostic located in a file outside the allowed roots."""
+    for name in _MISSING.findall(log):
+        library = library_of_header(name) or library_of_header(name.rsplit("/", 1)[-1])
+        if library is not None:
+            return ForbiddenUse(library, f"#include <{name.strip()}>").message()
+        if escapes_headers(name):
+            return OUTSIDE_REASON
+    for path in _LOCATION.findall(log):
+        if path.startswith(SCRATCH + "/"):
+            continue
+        real = os.path.realpath(path)
+        if not any(root.relative(real) is not None for root in roots):
+            return OUTSIDE_REASON
+        library = vendor_of(real, roots)
+        if library is not None:
+            return ForbiddenUse(library, "its headers were included").message()
+    return None
+
+
+def _sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def dependencies(names: set[str], roots: tuple[IncludeRoot, ...]) -> list[Dependency]:
+    """Content hashes of the allowed files a build entered (the source itself is keyed separately)."""
+    deps: dict[str, Dependency] = {}
+    for name in names:
+        if name in SPECIAL or name.startswith(SCRATCH + "/") or not os.path.isabs(name):
+            continue
+        real = os.path.realpath(name)
+        for root in roots:
+            rel = root.relative(real)
+            if rel is not None and os.path.isfile(real):
+                deps[real] = Dependency(root.label, rel, real, _sha256_file(real))
+                break
+    return sorted(deps.values(), key=lambda d: (d.root, d.relative))
+
+
+def dependency_digest(deps: list[Dependency]) -> str:
+    """Machine-independent digest of a dependency list (root labels and relative paths, not host paths)."""
+    h = hashlib.sha256()
+    for d in deps:
+        h.update(f"{d.root}\0{d.relative}\0{d.sha256}\n".encode())
+    return h.hexdigest()
+
+
+def dependencies_current(deps: list[Dependency]) -> bool:
+    """Every recorded dependency still has the recorded content on this machine."""
+    try:
+        return all(_sha256_file(d.path) == d.sha256 for d in deps)
+    except OSError:
+        return False
+
+
+def read_passes(keep_dir: Path, max_chars: int) -> tuple[dict[str, str], bool]:
+    """The preprocessed text of each pass that completed (regular files only, never following links), and
+    whether any pass was larger than `max_chars` (then not read)."""
+    out: dict[str, str] = {}
+    oversize = False
+    for name in PASS_FILES:
+        try:
+            fd = os.open(keep_dir / name, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            if info.st_size > max_chars:
+                oversize = True
+                continue
+            out[name] = fh.read(max_chars + 1).decode("utf-8", errors="replace")
+    return out, oversize

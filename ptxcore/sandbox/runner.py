@@ -1,0 +1,315 @@
+"""Run commands in a sandbox: private scratch, captured output with a cap, a hard wall deadline, no survivors.
+
+    with Sandbox(policy) as box:
+        (box.scratch / "kernel.cu").write_text(source)
+        outcome = box.run(["nvcc", ..., box.inside("kernel.cu")], timeout_s=300)
+
+On timeout the whole sandbox is killed: the bwrap monitor (its process group), and the PID namespace's
+init, whose death makes the kernel kill every process of the namespace (detached sessions included). The
+scratch directory is removed when the `with` block ends, whatever happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import select
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from ptxcore.schema import SandboxMode
+
+from .bwrap import NOBODY, SandboxUnavailableError, bwrap_argv, check_available, resolve_run_as, sandbox_env
+from .limits import effective_uid, with_limits
+from .models import RunAs, SandboxOutcome, SandboxPolicy, SandboxStatus
+
+log = logging.getLogger(__name__)
+
+OPT_OUT_ENV = "PTXBENCH_UNSANDBOXED"
+BASE_DIR_ENV = "PTXBENCH_SANDBOX_DIR"
+KILL_WAIT_S = 10.0
+
+
+def sandbox_disabled() -> bool:
+    """The explicit development opt-out (PTXBENCH_UNSANDBOXED=1) is set."""
+    return os.environ.get(OPT_OUT_ENV, "") == "1"
+
+
+def _base_dir() -> Path:
+    """Parent of scratch directories: $PTXBENCH_SANDBOX_DIR, else <tmp>/ptxbench-sandbox[-<uid>] (mode
+    0711: the sandbox's user reaches its own scratch by name, nobody lists the others)."""
+    default = "ptxbench-sandbox" if os.geteuid() == 0 else f"ptxbench-sandbox-{os.geteuid()}"
+    base = Path(os.environ.get(BASE_DIR_ENV) or Path(tempfile.gettempdir()) / default)
+    base.mkdir(mode=0o711, parents=True, exist_ok=True)
+    st = base.lstat()
+    if not base.is_dir() or base.is_symlink() or st.st_uid != os.geteuid():
+        raise SandboxUnavailableError(f"sandbox directory {base} is not a directory owned by this user")
+    return base
+
+
+class _Capture:
+    """Bytes of one stream up to a cap; the rest is counted."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.data, self.dropped = cap, bytearray(), 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.cap - len(self.data)
+        self.data += chunk[:max(room, 0)]
+        self.dropped += max(len(chunk) - max(room, 0), 0)
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+
+class SandboxProcess:
+    """A started sandbox: the bwrap monitor's Popen and what bwrap reported on its status pipe."""
+
+    def __init__(self, popen: subprocess.Popen, status_fd: int | None) -> None:
+        self.popen = popen
+        self.status_fd = status_fd
+        self.status = bytearray()
+        self.pidfds: list[int] = []
+        if status_fd is not None:
+            os.set_blocking(status_fd, False)
+
+    def feed_status(self, chunk: bytes) -> None:
+        """Take bytes of bwrap's JSON status; pin the PID namespace's init with a pidfd when it appears."""
+        known = len(_child_pids(self.status))
+        self.status += chunk
+        for pid in _child_pids(self.status)[known:]:
+            try:  # the monitor is alive and has not reaped it yet, so the pid is not reused
+                self.pidfds.append(os.pidfd_open(pid))
+            except ProcessLookupError:
+                pass
+
+    def drain_status(self) -> None:
+        """Read what bwrap has reported so far (non-blocking)."""
+        while self.status_fd is not None:
+            try:
+                chunk = os.read(self.status_fd, 65536)
+            except BlockingIOError:
+                return
+            if not chunk:
+                os.close(self.status_fd)
+                self.status_fd = None
+                return
+            self.feed_status(chunk)
+
+    def kill(self) -> None:
+        """SIGKILL the namespace's init (every process inside dies with it) and the monitor; wait for both."""
+        if self.popen.poll() is None:
+            self.drain_status()
+        for fd in self.pidfds:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            self.popen.kill()
+        try:
+            self.popen.wait(timeout=KILL_WAIT_S)
+        except subprocess.TimeoutExpired:
+            log.error("sandbox monitor %d did not die within %.0f s", self.popen.pid, KILL_WAIT_S)
+        for fd in self.pidfds:
+            if not select.select([fd], [], [], KILL_WAIT_S)[0]:
+                log.error("a sandbox's PID namespace survived SIGKILL for %.0f s", KILL_WAIT_S)
+            os.close(fd)
+        self.pidfds.clear()
+        for stream in (self.popen.stdout, self.popen.stderr, self.popen.stdin):
+            if stream is not None:
+                stream.close()
+        if self.status_fd is not None:
+            os.close(self.status_fd)
+            self.status_fd = None
+
+
+class Sandbox:
+    """One sandbox: a private scratch directory and the commands run inside it (see module docstring)."""
+
+    def __init__(self, policy: SandboxPolicy, *, _probing: bool = False) -> None:
+        self.policy = policy
+        self.mode = SandboxMode.UNSANDBOXED if sandbox_disabled() else SandboxMode.BWRAP
+        self._probing = _probing
+        self._nobody = False
+        self._root: Path | None = None
+        self._live: list[SandboxProcess] = []
+
+    def __enter__(self) -> Sandbox:
+        if self.mode is SandboxMode.UNSANDBOXED:
+            log.warning("SANDBOX DISABLED (%s=1): %s runs candidate work without isolation; results are "
+                        "not trustworthy", OPT_OUT_ENV, self.policy.name)
+        elif self._probing:
+            self._nobody = self.policy.run_as is RunAs.NOBODY
+        else:
+            check_available(self.policy)
+            self._nobody = resolve_run_as(self.policy)
+        self._root = Path(tempfile.mkdtemp(prefix=f"{self.policy.name}-", dir=_base_dir()))
+        for sub in ("files", "tmp"):
+            (self._root / sub).mkdir()
+        if self._nobody:
+            for path in (self._root, self._root / "files", self._root / "tmp"):
+                os.chown(path, NOBODY, NOBODY)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self._live:
+            proc.kill()
+        self._live.clear()
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+
+    @property
+    def scratch(self) -> Path:
+        """The scratch directory as the caller sees it (write inputs here, read outputs from here)."""
+        if self._root is None:
+            raise RuntimeError("the sandbox is not open (use it in a with block)")
+        return self._root / "files"
+
+    @property
+    def uid(self) -> int:
+        """Host uid that owns the sandbox's processes and files."""
+        return effective_uid(self._nobody)
+
+    def inside(self, *parts: str) -> str:
+        """A path under scratch as the sandboxed command sees it."""
+        if self.mode is SandboxMode.UNSANDBOXED:
+            return str(self.scratch.joinpath(*parts))
+        return "/".join([self.policy.scratch_target, *parts])
+
+    def give(self, path: Path) -> None:
+        """Hand a file or directory the caller wrote under scratch to the sandbox's user."""
+        if self.uid != os.getuid():
+            os.chown(path, self.uid, self.uid)
+
+    def spawn(self, cmd: list[str], *, cwd: str | None = None, stdin=subprocess.DEVNULL,
+              stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds: tuple[int, ...] = ()
+              ) -> SandboxProcess:
+        """Start `cmd` (for long-lived children with their own pipes; `pass_fds` are visible inside).
+        End it with kill() or by leaving the with block. run() is the simple form."""
+        status_r = status_w = None
+        if self.mode is SandboxMode.UNSANDBOXED:
+            argv, keep = cmd, tuple(pass_fds)
+            env, where = sandbox_env(self.policy), str(self.scratch) if cwd is None else cwd
+        else:
+            status_r, status_w = os.pipe()
+            argv = bwrap_argv(self.policy, self.scratch.parent, cmd, status_w, cwd)
+            keep, env, where = (*pass_fds, status_w), {"PATH": "/usr/bin:/bin"}, "/"
+        try:
+            popen = subprocess.Popen(
+                with_limits(argv, self.policy.limits, self.uid), stdin=stdin, stdout=stdout, stderr=stderr,
+                pass_fds=keep, env=env, cwd=where, start_new_session=True)
+        except BaseException:
+            if status_r is not None:
+                os.close(status_r)
+            raise
+        finally:
+            if status_w is not None:
+                os.close(status_w)
+        proc = SandboxProcess(popen, status_r)
+        self._live.append(proc)
+        return proc
+
+    def kill(self, proc: SandboxProcess) -> None:
+        """Kill a spawned sandbox and everything in it."""
+        proc.kill()
+        self._live = [p for p in self._live if p is not proc]
+
+    def run(self, cmd: list[str], timeout_s: float, cwd: str | None = None) -> SandboxOutcome:
+        """Run `cmd` to its end or to the deadline; a bad command is an outcome, a broken sandbox raises."""
+        started = time.monotonic()
+        proc = self.spawn(cmd, cwd=cwd)
+        out, err = _Capture(self.policy.output_limit_bytes), _Capture(self.policy.output_limit_bytes)
+        finished = _pump(proc, {proc.popen.stdout: out, proc.popen.stderr: err}, started + timeout_s)
+        status = bytes(proc.status)
+        self.kill(proc)
+        return self._outcome(proc.popen, status, not finished, out, err, time.monotonic() - started)
+
+    def _outcome(self, popen: subprocess.Popen, status: bytes, timed_out: bool, out: _Capture,
+                 err: _Capture, duration_s: float) -> SandboxOutcome:
+        common = {"stdout": out.text(), "stderr": err.text(), "stdout_dropped_bytes": out.dropped,
+                  "stderr_dropped_bytes": err.dropped, "duration_s": round(duration_s, 4), "mode": self.mode}
+        if timed_out:
+            return SandboxOutcome(status=SandboxStatus.TIMED_OUT, **common)
+        if self.mode is SandboxMode.UNSANDBOXED:
+            code = popen.returncode if popen.returncode >= 0 else 128 - popen.returncode
+        else:
+            code = _exit_code(status)
+            if code is None:
+                raise SandboxUnavailableError(f"sandbox {self.policy.name} failed to start the command: "
+                                              f"{(err.text().strip().splitlines() or ['no message'])[-1]}")
+        if 128 < code <= 128 + 64:
+            return SandboxOutcome(status=SandboxStatus.SIGNALED, signal=code - 128, **common)
+        return SandboxOutcome(status=SandboxStatus.EXITED, exit_code=code, **common)
+
+
+def _pump(proc: SandboxProcess, streams: dict, deadline: float) -> bool:
+    """Read outputs and bwrap's status until the command ends; False when the deadline passed first."""
+    sel = selectors.DefaultSelector()
+    for stream in streams:
+        os.set_blocking(stream.fileno(), False)
+        sel.register(stream, selectors.EVENT_READ)
+    if proc.status_fd is not None:
+        sel.register(proc.status_fd, selectors.EVENT_READ)
+    try:
+        while sel.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            for key, _ in sel.select(timeout=min(remaining, 1.0)):
+                try:
+                    chunk = os.read(key.fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                elif key.fileobj is proc.status_fd:
+                    proc.feed_status(chunk)
+                else:
+                    streams[key.fileobj].add(chunk)
+        try:
+            proc.popen.wait(timeout=max(deadline - time.monotonic(), 0.001))
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    finally:
+        sel.close()
+
+
+def _status_docs(status: bytes) -> list[dict]:
+    docs = []
+    for line in bytes(status).decode(errors="replace").splitlines():
+        try:
+            docs.append(json.loads(line))
+        except ValueError:
+            continue
+    return docs
+
+
+def _child_pids(status: bytes) -> list[int]:
+    return [int(d["child-pid"]) for d in _status_docs(status) if "child-pid" in d]
+
+
+def _exit_code(status: bytes) -> int | None:
+    codes = [int(d["exit-code"]) for d in _status_docs(status) if "exit-code" in d]
+    return codes[-1] if codes else None
+
+
+def run(cmd: list[str], policy: SandboxPolicy, timeout_s: float, files: dict[str, bytes] | None = None
+        ) -> SandboxOutcome:
+    """One-shot: put `files` (relative name -> content) in a fresh scratch, run `cmd`, remove everything."""
+    with Sandbox(policy) as box:
+        for name, content in (files or {}).items():
+            target = box.scratch / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+            box.give(target)
+        return box.run(cmd, timeout_s)

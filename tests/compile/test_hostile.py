@@ -1,0 +1,190 @@
+"""Hostile candidates against the real compile stage (nvcc in the sandbox): host files, vendor headers
+however spelled, embedded files, compile bombs, huge sources. Each gets the verdict an honest judge gives,
+and nothing of a file it must not read appears anywhere in the result."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from ptxcore.arch import get_architecture
+from ptxcore.compile import BuildOptions, CompileCache, compile_candidate
+from ptxcore.sandbox import SandboxUnavailableError
+from ptxcore.schema import CompileStatus, SandboxMode
+
+from .conftest import VENDOR_MARKER, world_readable_dir
+
+HOPPER = BuildOptions(arch=get_architecture("hopper"))
+KERNEL = "__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n"
+STR = "#define STR_(x) #x\n#define STR(x) STR_(x)\n"
+
+
+def processes_matching(marker: bytes) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "cmdline").read_bytes():
+                    out.append(int(entry.name))
+            except OSError:
+                continue
+    return out
+
+
+def assert_rejected(c, *, says: str, never: str) -> None:
+    assert c.result.status is CompileStatus.REJECTED, (c.result.status, c.result.reason, c.result.log[:500])
+    assert says in c.result.reason and "\n" not in c.result.reason
+    assert c.artifact is None and c.sass is None
+    assert never not in c.result.model_dump_json()
+
+
+# ---- host files ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spelling", [
+    '#include "/etc/passwd"\n',                           # caught by the source scan
+    STR + "#include STR(/etc/passwd)\n",                  # a computed name: only the sandbox sees it
+    "#define P </etc/passwd>\n#include P\n",
+])
+def test_etc_passwd_is_rejected_and_never_quoted(spelling, cache):
+    c = compile_candidate("#include <cuda_runtime.h>\n" + spelling + KERNEL, HOPPER, cache)
+    assert_rejected(c, says="include outside the allowed headers", never="root:x:0")
+
+
+def test_a_file_of_api_keys_is_rejected_and_never_quoted(tmp_path, cache):
+    keys_dir = world_readable_dir("ptxbench-keys-")  # readable by the sandbox's user, if it could see it
+    secret = "sk-proj-" + "".join(random.choices("ABCDEFabcdef0123456789", k=40))
+    (keys_dir / "keys.h").write_text(f'OPENAI_API_KEY="{secret}"\nint {secret.replace("-", "_")};\n')
+    os.chmod(keys_dir / "keys.h", 0o644)
+    try:
+        for spelling in (f'#include "{keys_dir}/keys.h"\n', STR + f"#include STR({keys_dir}/keys.h)\n",
+                         f'#include "../../../../../..{keys_dir}/keys.h"\n'):
+            c = compile_candidate("#include <cuda_runtime.h>\n" + spelling + KERNEL, HOPPER, cache)
+            assert_rejected(c, says="include outside the allowed headers", never=secret)
+    finally:
+        for p in keys_dir.iterdir():
+            p.unlink()
+        keys_dir.rmdir()
+
+
+def test_a_visible_system_file_outside_the_headers_is_rejected_unquoted(cache):
+    """/usr is mounted (read-only) for the compiler; its non-header files are still not includable."""
+    release = Path("/usr/lib/os-release")
+    if not release.is_file():
+        pytest.skip("no /usr/lib/os-release on this machine")
+    line = release.read_text().splitlines()[0]
+    c = compile_candidate("#include <cuda_runtime.h>\n" + STR + f"#include STR({release})\n" + KERNEL,
+                          HOPPER, cache)
+    assert_rejected(c, says="include outside the allowed headers", never=line)
+
+
+# ---- vendor libraries, however spelled -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("spelling", "library"), [
+    ("#define VENDOR <cublas_v2.h>\n#include VENDOR\n", "cuBLAS"),
+    ("%:define VENDOR <cudnn.h>\n%:include VENDOR\n", "cuDNN"),
+    ("#define VENDOR <cub\\\nlas_v2.h>\n#include VENDOR\n", "cuBLAS"),
+    ("#define VENDOR <./cublas_v2.h>\n#include VENDOR\n", "cuBLAS"),
+    ("#include_next <cudnn.h>\n", "cuDNN"),
+    ("#define VENDOR <flashinfer/prefill.cuh>\n#include VENDOR\n", "FlashInfer"),
+    ("#define VENDOR_DIR(f) STR(VROOT/f)\n#include VENDOR_DIR(cublas_v2.h)\n", "cuBLAS"),
+    ("#include <cuda.h>\r#include <cublas_v2.h>\r", "cuBLAS"),
+    ("#inc\\\nlude <cudnn.h>\n", "cuDNN"),
+    ("#include <./cublas_v2.h>\n", "cuBLAS"),
+    ('#include "sub/../cudnn.h"\n', "cuDNN"),
+    ('#include "sub/../helper.cuh"\n', "include outside"),
+])
+def test_vendor_headers_are_rejected_whatever_the_spelling(spelling, library, vendor_root, tmp_path):
+    source = STR + spelling.replace("VROOT", str(vendor_root)) + KERNEL
+    c = compile_candidate(source, HOPPER, CompileCache(tmp_path))
+    assert_rejected(c, says=library, never=VENDOR_MARKER)
+
+
+def test_a_missing_vendor_header_behind_a_macro_is_rejected(cache):
+    """On a CPU machine the toolkit has no cuBLAS: the preprocessor's 'not found' names it."""
+    c = compile_candidate("#define VENDOR <cublasLt.h>\n#include VENDOR\n" + KERNEL, HOPPER, cache)
+    assert_rejected(c, says="cuBLASLt", never="cublasLtCreate")
+
+
+# ---- file-embedding assembler directives ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spelling", [
+    'asm(".incbin \\"/usr/include/stdio.h\\"");\n',
+    'asm(".inc" "bin \\"/usr/include/stdio.h\\"");\n',
+    'asm("\\x2eincbin \\"/usr/include/stdio.h\\"");\n',
+    STR + 'asm(STR(.incbin "/usr/include/stdio.h"));\n',
+    '__attribute__((section(".data\\n.incbin \\"/usr/include/stdio.h\\"\\n#"))) int smuggled = 1;\n',
+    'asm(R"(.include "/usr/include/stdio.h")");\n',
+])
+def test_file_embedding_directives_are_rejected(spelling, cache):
+    c = compile_candidate("#include <cuda_runtime.h>\n" + spelling + KERNEL, HOPPER, cache)
+    assert_rejected(c, says="file-embedding assembler directive", never="extern int printf")
+
+
+# ---- bombs and sizes -----------------------------------------------------------------------------------
+
+BOMB = "".join(f"#define A{i} {' '.join([f'A{i - 1}'] * 8)}\n" for i in range(1, 12)) + "#define A0 x\nA11\n"
+
+
+def test_a_preprocessor_bomb_times_out_and_leaves_nothing_behind(tmp_path):
+    cache_root = tmp_path / "cache"
+    sandboxes_before = set(Path("/tmp/ptxbench-sandbox").glob("compile-*"))
+    started = time.monotonic()
+    c = compile_candidate(BOMB + KERNEL, BuildOptions(arch=HOPPER.arch, timeout_s=6), CompileCache(cache_root))
+    assert time.monotonic() - started < 30
+    assert c.result.status is CompileStatus.COMPILE_ERROR and "timed out after 6 s" in c.result.reason
+    assert processes_matching(b"/scratch/kernel.cu") == [], "no cicc/cc1plus/nvcc survives"
+    assert set(Path("/tmp/ptxbench-sandbox").glob("compile-*")) <= sandboxes_before
+    assert not list(cache_root.glob("build-*")) and not list(cache_root.glob("*/*/result.json"))
+
+
+def test_the_memory_limit_binds_and_is_part_of_the_cache_key(tmp_path, monkeypatch):
+    from ptxcore.compile import stage as stage_module
+
+    tiny = BuildOptions(arch=HOPPER.arch, memory_limit_bytes=96 << 20)
+    source = "#include <cuda_runtime.h>\n" + KERNEL + "// memory limit\n"
+    c = compile_candidate(source, tiny, CompileCache(tmp_path))
+    assert c.result.status is CompileStatus.COMPILE_ERROR and c.artifact is None
+    assert "out of memory" in c.result.log or "killed by signal" in c.result.reason
+    keys = {stage_module.lookup_key(source, opts, stage_module.toolchain("hopper")) for opts in (tiny, HOPPER)}
+    assert len(keys) == 2, "a build with another limit is not served the out-of-memory entry"
+
+
+def test_a_50_mb_source_is_rejected_at_once(cache):
+    started = time.monotonic()
+    c = compile_candidate("\n" * (50 << 20), HOPPER, cache)
+    assert time.monotonic() - started < 5
+    assert c.result.status is CompileStatus.REJECTED and "limit" in c.result.reason
+
+
+def test_the_source_scan_is_linear_on_blank_lines_and_comment_openers():
+    from ptxcore.compile.forbidden import source_rejection
+
+    for source in ("\n" * 400_000, "\n" * (1 << 20 - 1), "/*" * 400_000, '"' * 800_000, "\r" * 900_000):
+        started = time.monotonic()
+        source_rejection(source)
+        assert time.monotonic() - started < 5, len(source)
+
+
+# ---- the sandbox is required ---------------------------------------------------------------------------
+
+
+def test_without_bwrap_the_stage_raises_instead_of_building_unsandboxed(monkeypatch, tmp_path):
+    monkeypatch.setenv("PTXBENCH_BWRAP", "/nonexistent/bwrap")
+    with pytest.raises(SandboxUnavailableError):
+        compile_candidate("#include <cuda_runtime.h>\n" + KERNEL + "// no bwrap\n", HOPPER, CompileCache(tmp_path))
+    assert not list(tmp_path.glob("*/*/result.json"))
+
+
+def test_the_development_opt_out_is_recorded(monkeypatch, tmp_path, fixtures_dir):
+    monkeypatch.setenv("PTXBENCH_UNSANDBOXED", "1")
+    c = compile_candidate((fixtures_dir / "kernels" / "syntax_error.cu").read_text(), HOPPER,
+                          CompileCache(tmp_path))
+    assert c.result.status is CompileStatus.COMPILE_ERROR and c.result.sandbox is SandboxMode.UNSANDBOXED
+    assert 'identifier "undeclared_value" is undefined' in c.result.log and str(tmp_path) not in c.result.log
