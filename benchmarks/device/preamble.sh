@@ -11,6 +11,9 @@
 #   PATH with $PTXBENCH_BIN (default /tmp/bin, holding a `ptxbench` shim that runs flows.cli.main of this
 #   checkout) and /usr/local/cuda/bin, and NVLink multicast off (NCCL_NVLS_ENABLE=0,
 #   TORCH_SYMM_MEM_DISABLE_MULTICAST=1, NVSHMEM_DISABLE_NVLS=1: KINDS.md of the device tool says why);
+# - puts the carried bubblewrap (.carry/bwrap, from benchmarks/device/fetch_bwrap.sh) where the sandbox's
+#   user can reach it (/opt/ptxbench-bwrap) and exports PTXBENCH_BWRAP: every nvcc, candidate child,
+#   memcheck and ncu run is sandboxed and refuses to run without it;
 # - creates $OUT (default /tmp/ptxbench-out).
 # Returns 1 (after printing pip's log) when an install fails. $PYTHON (default python3) is the interpreter.
 
@@ -46,6 +49,10 @@ ptxbench_preamble() {
   export PTXBENCH_CACHE_DIR=${PTXBENCH_CACHE_DIR:-/tmp/pcache}
   export PATH=$PTXBENCH_BIN:/usr/local/cuda/bin:$PATH
   export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  if [ -x "$repo/.carry/bwrap/bwrap" ] && [ -z "${PTXBENCH_BWRAP:-}" ]; then
+    rm -rf /opt/ptxbench-bwrap && cp -r "$repo/.carry/bwrap" /opt/ptxbench-bwrap \
+      && chmod -R a+rX /opt/ptxbench-bwrap && export PTXBENCH_BWRAP=/opt/ptxbench-bwrap/bwrap
+  fi
   local python_path
   python_path=$(command -v "$PYTHON") || { echo "preamble: no interpreter '$PYTHON'" >&2; return 1; }
   printf '#!/bin/sh\nexec %q -c "import sys; sys.argv[0] = \\"ptxbench\\"; from flows.cli.main import app; app()" "$@"\n' \

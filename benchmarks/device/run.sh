@@ -19,7 +19,7 @@
 # Knobs (environment): OUT (/tmp/ptxbench-out); BUDGET_S (575: seconds the whole call may take: stage
 # timeouts are cut to fit it and stages that no longer fit are skipped, so the summary and the tarball are
 # always written inside a device call); <STAGE>_TIMEOUT (e.g. PYTEST_TIMEOUT, SERVICE_PYTEST_TIMEOUT);
-# GPUS (default: every visible GPU, e.g. 0,1); PREBUILD (files for prebuild: the controls and the
+# PYTEST_ARGS (added to the pytest stage, e.g. --deselect ...); GPUS (default: every visible GPU, e.g. 0,1); PREBUILD (files for prebuild: the controls and the
 # solutions); OVERHEAD_KERNELS; STAGES_KERNEL; SOL_DIR (/tmp/sol) and SOL_ARGS (e.g. "--server URL");
 # EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; THROUGHPUT_ARGS and ROLLOUT_ARGS (replace the
 # default arguments); BWD_ARGS (added); DIAG_KERNEL; CAMPAIGN_ID (demo-h200x2), CAMPAIGN_SLOTS (2),
@@ -91,7 +91,7 @@ stage_prebuild() {
 
 stage_pytest() {
   PTXBENCH_CONTROLS_OUT=$RUN_OUT/pytest_controls.jsonl PTXBENCH_TEST_CACHE=$PTXBENCH_CACHE_DIR \
-    "$PYTHON" -m pytest tests/gpu -m gpu --ignore=tests/gpu/service -p no:cacheprovider -q -rA -s \
+    "$PYTHON" -m pytest tests/gpu -m gpu --ignore=tests/gpu/service ${PYTEST_ARGS:-} -p no:cacheprovider -q -rA -s \
     --junitxml="$RUN_OUT/pytest.xml"
 }
 
