@@ -90,6 +90,7 @@ stage_prebuild() {
 }
 
 stage_pytest() {
+  # shellcheck disable=SC2086 # PYTEST_ARGS is a list of arguments
   PTXBENCH_CONTROLS_OUT=$RUN_OUT/pytest_controls.jsonl PTXBENCH_TEST_CACHE=$PTXBENCH_CACHE_DIR \
     "$PYTHON" -m pytest tests/gpu -m gpu --ignore=tests/gpu/service ${PYTEST_ARGS:-} -p no:cacheprovider -q -rA -s \
     --junitxml="$RUN_OUT/pytest.xml"
