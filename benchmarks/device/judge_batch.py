@@ -57,6 +57,10 @@ def main() -> int:
     (out / "kernels").mkdir(parents=True, exist_ok=True)
     judge, arch, started = GpuJudge(JudgeConfig()), get_architecture("hopper"), time.monotonic()
     seen: dict[tuple[str, str], str] = {}  # (problem, kernel sha256) -> envelope name: one judgement per text
+    for kept in sorted((out / "kernels").glob("*.cu")):  # envelopes of an earlier call (resumed)
+        if (out / f"{kept.stem}.json").is_file():
+            seen.setdefault((kept.stem.split("__", 1)[0].removeprefix(args.prefix), text_sha256(kept.read_text())),
+                            kept.stem)
     for kernel, problem in _targets(args):
         name = f"{args.prefix}{problem}__{kernel.stem}"
         envelope = out / f"{name}.json"

@@ -51,6 +51,7 @@ rollout        300  benchmarks/rollout_concurrency.py: turns/s vs concurrency 4,
 campaign       560  the demo campaign through ptxbench profiler serve (needs .carry/comb or site parts)
 resume         560  campaign, resumed from a carried warehouse (.carry/runs_h200) on a fresh machine
 batch          420  benchmarks/device/judge_batch.py: one judge over \$BATCH (default: the library, then every replay turn)
+sandbox-check  240  benchmarks/device/sandbox_gpu_check.py: CUDA, IPC, sanitizer, ncu inside the sandbox
 hostile        300  pytest tests/gpu/test_hostile_gpu.py: the hostile controls in order, envelopes to hostile.jsonl
 bwd-precision   90  python -m research.precision.bwd_h200: dS rounding variants vs the judge's cuDNN refs
 diag           120  python -m research.precision.diagnose_mha_bwd \$DIAG_KERNEL: candidate vs cuDNN vs float64
@@ -155,17 +156,26 @@ stage_eval() {
   return "$rc"
 }
 
-stage_batch() {  # BATCH: "FILE.cu@problem ..." (default: every library kernel, then every replay-turn kernel)
+stage_batch() {  # BATCH: "FILE.cu@problem ..." (default: every solution kernel); BATCH_REPLAY=0 leaves out the
+  # replay-turn kernels that follow; BATCH_FROM: envelopes of an earlier call (not judged again)
   local specs=() k
   if [ -n "${BATCH:-}" ]; then
     read -r -a specs <<< "$BATCH"
   else
     for k in solutions/*/*.cu; do specs+=("$k@$(basename "$(dirname "$k")")"); done
+  fi
+  if [ "${BATCH_REPLAY:-1}" = 1 ]; then
     "$PYTHON" solutions/build_replay.py --export /tmp/replay_kernels > /dev/null || return 3
     for k in /tmp/replay_kernels/*/*.cu; do specs+=("$k@$(basename "$(dirname "$k")")"); done
   fi
+  mkdir -p "$RUN_OUT/batch"
+  [ -n "${BATCH_FROM:-}" ] && cp -r "$BATCH_FROM"/. "$RUN_OUT/batch/"
   "$PYTHON" benchmarks/device/judge_batch.py --out "$RUN_OUT/batch" \
     --deadline-s $((STAGE_TIMEOUT_S - SECONDS - 60)) "${specs[@]}"
+}
+
+stage_sandbox_check() {
+  "$PYTHON" benchmarks/device/sandbox_gpu_check.py --out "$RUN_OUT"
 }
 
 stage_hostile() {

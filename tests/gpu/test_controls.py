@@ -71,7 +71,7 @@ def test_control(judge: GpuJudge, name: str, problem: str, status: S, target: T 
         assert r.target_instruction.status is target, r.target_instruction.model_dump_json()[:1500]
     if status is S.PASSED:
         assert r.performance.latency_ms > 0 and r.performance.reference_latency_ms > 0
-        assert r.correctness.extra["timed_calls_verified"] == CONFIG["trials"] * CONFIG["iters"]
+        assert r.correctness.stats.timed_calls_verified == CONFIG["trials"] * CONFIG["iters"]
         assert r.sanitizer is not None and r.sanitizer.errors == 0
 
 
