@@ -74,9 +74,14 @@ def driver_library_mounts(hidden: Iterable[str] = ("/usr/local",)) -> tuple[Moun
         for pattern in DRIVER_LIB_GLOBS:
             found.extend(glob.glob(os.path.join(directory, pattern)))
     hidden = tuple(hidden)
-    needs = [p for p in found if any(os.path.realpath(p).startswith(h + "/") or p.startswith(h + "/")
-                                      for h in hidden)]
-    return tree_mounts(sorted(set(needs)))
+    needs = set()
+    for p in found:  # bind the hidden DIRECTORIES the libraries and their link chains live in (the driver's
+        # folder, e.g. /usr/local/nvidia/lib64): a visible link under /usr then resolves, and no link is
+        # recreated over one the /usr bind already shows
+        for q in (p, os.path.realpath(p)):
+            if any(q.startswith(h + "/") for h in hidden):
+                needs.add(os.path.dirname(q))
+    return tree_mounts(sorted(needs))
 
 
 def gpu_mounts() -> tuple[Mount, ...]:
