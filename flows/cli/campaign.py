@@ -45,8 +45,12 @@ def parse_profilers(values: list[str] | None) -> dict[str, str]:
 
     try:
         return {arch: str(route) for arch, route in parse_cli_routes(values).items()}
-    except (RouteError, UnknownArchitectureError) as exc:
+    except UnknownArchitectureError as exc:
         raise UserError(f"--profiler: {exc}") from exc
+    except RouteError as exc:  # the spellings beyond URL and prefect (local, none, recorded:PATH) are in --help
+        bad = next((v.partition("=")[2] or v for v in values or [] if v in str(exc) or v.partition("=")[2] in str(exc)),
+                   str(exc))
+        raise UserError(f"--profiler {bad!r}: expected an http(s) URL or 'prefect' (or arch=URL)") from exc
 
 
 def _quiet_prefect(verbose: bool) -> None:
@@ -67,7 +71,8 @@ def run_command(
     campaign_id: str = typer.Option(None, "--campaign-id", help="Override the id (rerun an id to resume it)."),
     warehouse: str = typer.Option(None, "--warehouse", "--db",
                                   help="DuckDB file (default runs/<id>/warehouse.duckdb); --db is the same option."),
-    profiler: list[str] = typer.Option(None, "--profiler", help="Profiling service URL or 'prefect' (task workers), or arch=URL (repeatable)."),
+    profiler: list[str] = typer.Option(None, "--profiler", help="Judge route: a profiling service URL, 'prefect' (task workers), local, none or recorded:PATH; "
+                                 "arch=ROUTE for one architecture (repeatable)."),
     mlflow_uri: str = typer.Option(None, "--mlflow-uri", help="MLflow tracking URI (default sqlite in ./mlruns)."),
     turns: int = typer.Option(None, "--turns", min=1, max=8, help="Override the turn budget (quick runs)."),
     judge_plugin: str = typer.Option(None, "--judge-plugin", hidden=True, help="module:factory judge backend."),

@@ -13,7 +13,7 @@ is raised; PTXBENCH_UNSANDBOXED=1 is a loud, recorded development opt-out.
 """
 
 from . import presets
-from .bwrap import SandboxUnavailableError, check_available, find_bwrap
+from .bwrap import SandboxUnavailableError, find_bwrap
 from .models import (
     POLICY_VERSION,
     Limits,
@@ -25,7 +25,7 @@ from .models import (
     SandboxStatus,
     ro,
 )
-from .runner import OPT_OUT_ENV, Sandbox, SandboxProcess, run, sandbox_disabled
+from .runner import OPT_OUT_ENV, Sandbox, SandboxProcess, check_available, run, sandbox_disabled
 
 __all__ = [
     "presets", "SandboxUnavailableError", "check_available", "find_bwrap", "POLICY_VERSION", "Limits",

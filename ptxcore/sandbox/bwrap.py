@@ -7,14 +7,12 @@ than calling unshare/mount ourselves; resource limits are applied just before it
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
-from .models import MountKind, RunAs, SandboxPolicy
+from .models import MountKind, SandboxPolicy
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +23,6 @@ INSTALL_HINT = ("install bubblewrap (apt-get install -y bubblewrap) or point PTX
                 "(benchmarks/device/fetch_bwrap.sh builds one for hosts without a package manager)")
 
 
-_WARNED: set[str] = set()
 
 
 class SandboxUnavailableError(RuntimeError):
@@ -86,7 +83,13 @@ def bwrap_argv(policy: SandboxPolicy, scratch: Path, cmd: list[str], status_fd: 
     for key, value in sandbox_env(policy).items():
         argv += ["--setenv", key, value]
     argv += [*_mount_flags(policy, scratch), "--bind", str(scratch / "files"), policy.scratch_target]
-    argv += [arg for m in policy.mounts if m.kind is MountKind.TMPFS for arg in ("--remount-ro", m.target)]
+    # an empty tmpfs (e.g. the one hiding /usr/local) is made read-only, but not one with binds under it: on
+    # the H200's kernel bwrap 0.8 cannot remount a tmpfs that holds a bind of another file system (the
+    # driver's squashfs) -- such a tmpfs stays a private, size-capped, throw-away scratch of the sandbox
+    binds_under = {m.target for m in policy.mounts if m.kind is not MountKind.TMPFS}
+    argv += [arg for m in policy.mounts if m.kind is MountKind.TMPFS
+             and not any(t.startswith(m.target.rstrip("/") + "/") for t in binds_under)
+             for arg in ("--remount-ro", m.target)]
     argv += ["--remount-ro", "/"]  # bwrap's own root tmpfs: nothing is writable outside scratch and /tmp
     argv += ["--chdir", cwd or policy.scratch_target, "--json-status-fd", str(status_fd), "--", *cmd]
     return argv
@@ -94,51 +97,3 @@ def bwrap_argv(policy: SandboxPolicy, scratch: Path, cmd: list[str], status_fd: 
 
 def caller_is_root() -> bool:
     return os.geteuid() == 0
-
-
-@functools.lru_cache(maxsize=64)
-def _probe(policy_json: str, as_nobody: bool) -> str | None:
-    """None when a trivial command runs under this policy; else bwrap's complaint (first line)."""
-    from .runner import Sandbox  # runner imports this module
-
-    policy = SandboxPolicy.model_validate_json(policy_json)
-    forced = policy.model_copy(update={"run_as": RunAs.NOBODY if as_nobody else RunAs.CALLER})
-    try:
-        with Sandbox(forced, _probing=True) as box:
-            outcome = box.run(["/bin/sh", "-c", "exit 0"], timeout_s=30)
-    except SandboxUnavailableError as exc:
-        return str(exc)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return None if outcome.ok else (outcome.stderr.strip().splitlines() or ["exit status"])[0]
-
-
-def resolve_run_as(policy: SandboxPolicy) -> bool:
-    """True when this policy's sandbox runs as nobody (see RunAs)."""
-    if policy.run_as is RunAs.CALLER:
-        return False
-    if policy.profiling_admin and not caller_is_root():
-        raise SandboxUnavailableError("profiling_admin needs a root caller")
-    if policy.run_as is RunAs.NOBODY:
-        if not caller_is_root():
-            raise SandboxUnavailableError("run_as=nobody needs a root caller")
-        return True
-    if not caller_is_root():
-        return False
-    problem = _probe(policy.model_dump_json(), True)
-    if problem is not None:
-        if policy.name in _WARNED:
-            return False
-        _WARNED.add(policy.name)
-        log.warning("sandbox %s: cannot run as nobody (%s); running as root: no process-count limit",
-                    policy.name, problem)
-        return False
-    return True
-
-
-def check_available(policy: SandboxPolicy) -> None:
-    """Raise SandboxUnavailableError unless a command can run under `policy` here (cached per policy)."""
-    as_nobody = resolve_run_as(policy)
-    problem = _probe(policy.model_dump_json(), as_nobody)
-    if problem is not None:
-        raise SandboxUnavailableError(f"sandbox {policy.name} does not start: {problem}; {INSTALL_HINT}")

@@ -12,6 +12,7 @@ scratch directory is removed when the `with` block ends, whatever happened.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from ptxcore.schema import SandboxMode
 
-from .bwrap import NOBODY, SandboxUnavailableError, bwrap_argv, check_available, resolve_run_as, sandbox_env
+from .bwrap import INSTALL_HINT, NOBODY, SandboxUnavailableError, bwrap_argv, caller_is_root, sandbox_env
 from .limits import effective_uid, with_limits
 from .models import RunAs, SandboxOutcome, SandboxPolicy, SandboxStatus
 
@@ -313,3 +314,54 @@ def run(cmd: list[str], policy: SandboxPolicy, timeout_s: float, files: dict[str
             target.write_bytes(content)
             box.give(target)
         return box.run(cmd, timeout_s)
+
+
+_WARNED: set[str] = set()
+
+
+# ---- can this policy's sandbox start here? (probed once per policy and user) ----------------------------
+
+@functools.lru_cache(maxsize=64)
+def _probe(policy_json: str, as_nobody: bool) -> str | None:
+    """None when a trivial command runs under this policy; else bwrap's complaint (first line)."""
+    policy = SandboxPolicy.model_validate_json(policy_json)
+    forced = policy.model_copy(update={"run_as": RunAs.NOBODY if as_nobody else RunAs.CALLER})
+    try:
+        with Sandbox(forced, _probing=True) as box:
+            outcome = box.run(["/bin/sh", "-c", "exit 0"], timeout_s=30)
+    except SandboxUnavailableError as exc:
+        return str(exc)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None if outcome.ok else (outcome.stderr.strip().splitlines() or ["exit status"])[0]
+
+
+def resolve_run_as(policy: SandboxPolicy) -> bool:
+    """True when this policy's sandbox runs as nobody (see RunAs)."""
+    if policy.run_as is RunAs.CALLER:
+        return False
+    if policy.profiling_admin and not caller_is_root():
+        raise SandboxUnavailableError("profiling_admin needs a root caller")
+    if policy.run_as is RunAs.NOBODY:
+        if not caller_is_root():
+            raise SandboxUnavailableError("run_as=nobody needs a root caller")
+        return True
+    if not caller_is_root():
+        return False
+    problem = _probe(policy.model_dump_json(), True)
+    if problem is not None:
+        if policy.name in _WARNED:
+            return False
+        _WARNED.add(policy.name)
+        log.warning("sandbox %s: cannot run as nobody (%s); running as root: no process-count limit",
+                    policy.name, problem)
+        return False
+    return True
+
+
+def check_available(policy: SandboxPolicy) -> None:
+    """Raise SandboxUnavailableError unless a command can run under `policy` here (cached per policy)."""
+    as_nobody = resolve_run_as(policy)
+    problem = _probe(policy.model_dump_json(), as_nobody)
+    if problem is not None:
+        raise SandboxUnavailableError(f"sandbox {policy.name} does not start: {problem}; {INSTALL_HINT}")

@@ -105,15 +105,15 @@ def test_run_and_variant_names():
 # 0.7818 / 1.0116 / 1.0116 at k = 1 / 4 / 8.
 PINNED_TABLE1 = {
     ("blackwell", "Claude Opus 4.8", "gemm_n7168_k5120"): "target 25.0 / 64.6 / 80.2 (all 75.0 / 81.2 / 88.5)",
-    ("blackwell", "Claude Opus 4.8", "mha_with_lse_d128_causal"): "target – / 16.7 / 32.3 (all 91.7 / 77.1 / 83.3)",
-    ("blackwell", "Qwen3.6-27B", "gemm_n7168_k5120"): "target – / – / – (all – / – / 1.0)",
+    ("blackwell", "Claude Opus 4.8", "mha_with_lse_d128_causal"): "target 0.0 / 16.7 / 32.3 (all 91.7 / 77.1 / 83.3)",
+    ("blackwell", "Qwen3.6-27B", "gemm_n7168_k5120"): "target 0.0 / 0.0 / 0.0 (all 0.0 / 0.0 / 1.0)",
     ("hopper", "Claude Opus 4.8", "gemm_n7168_k5120"): "target 91.7 / 95.8 / 94.8 (all 91.7 / 95.8 / 94.8)",
     ("hopper", "GLM-5.2", "mha_bwd_d128"): "target 8.3 / 6.2 / 5.2 (all 8.3 / 18.8 / 16.7)",
 }
 PINNED_TABLE7 = {
     ("blackwell", "Claude Opus 4.8", "gemm_n7168_k5120"): "target 0.78 / 1.01 / 1.01 (all 0.78 / 1.01 / 1.01)",
-    ("blackwell", "Claude Opus 4.8", "mha_with_lse_d128_causal"): "target – / 0.23 / 0.27 (all 0.04 / 0.23 / 0.27)",
-    ("blackwell", "Gemini 3.1 Pro", "mha_with_lse_d128"): "target – / 0.28 / 0.28 (all – / 0.28 / 0.28)",
+    ("blackwell", "Claude Opus 4.8", "mha_with_lse_d128_causal"): "target n/a / 0.23 / 0.27 (all 0.04 / 0.23 / 0.27)",
+    ("blackwell", "Gemini 3.1 Pro", "mha_with_lse_d128"): "target n/a / 0.28 / 0.28 (all n/a / 0.28 / 0.28)",
     ("hopper", "GLM-5.2", "mha_bwd_d128"): "target 0.32 / 0.44 / 0.44 (all 0.32 / 0.44 / 0.44)",
 }
 PINNED_RUNS = ["opus48-gemm", "opus48-b200-gemm", "opus48-b200-mha-d128-causal", "glm52-mha-bwd-d128",

@@ -105,7 +105,7 @@ def test_batch_with_one_bad_item_queues_nothing(start_service, bad, status):
 
 
 def test_batch_that_would_overflow_the_queue_queues_nothing(start_service):
-    svc = start_service(gpus=(0,), max_pending=2, engine_args={"eval_s": 5.0})
+    svc = start_service(gpus=(0,), max_pending=2, runner_args={"eval_s": 5.0})
     svc.submit("// running\n")
     wait_for(lambda: svc.health()["running"] == 1, 20, "first task running")
     before = svc.service.store.counts()
