@@ -28,8 +28,9 @@ def _floats(text: str) -> list[float]:
 
 
 def migrate_environment(data: Any) -> Any:
-    """A v1 EnvironmentInfo dict (it has no schema_version) -> v2 fields."""
-    if not isinstance(data, dict) or "schema_version" in data:
+    """A v1 EnvironmentInfo dict (v1 always wrote `extra`, and no schema_version) -> v2 fields. Anything else
+    (a v2 document, or keyword arguments in code) passes through untouched."""
+    if not isinstance(data, dict) or "schema_version" in data or "extra" not in data:
         return data
     out = {k: v for k, v in data.items() if k != "extra"}
     for key in _V1_ENV_STRINGS:

@@ -79,3 +79,12 @@ def test_status_invariants(status, correctness, performance, ok):
     else:
         with pytest.raises(ValueError):
             JudgeResult.model_validate(fields)
+
+
+def test_v2_fields_given_in_code_are_kept():
+    """Keyword arguments are v2 already: nothing of them may be taken for v1 and dropped."""
+    env = EnvironmentInfo(gpu_name="NVIDIA H200", library_versions={"cupy": "14.2.0", "baseline:cudnn": "91900"},
+                          trial_medians_ms=[0.84], persisting_l2_resets=0, sm_clock_mhz_before=0)
+    assert env.library_versions == {"cupy": "14.2.0", "baseline:cudnn": "91900"}
+    assert env.trial_medians_ms == [0.84] and env.persisting_l2_resets == 0 and env.sm_clock_mhz_before == 0
+    assert EnvironmentInfo.model_validate_json(env.model_dump_json()) == env
