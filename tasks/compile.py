@@ -1,4 +1,5 @@
-"""The compile task: nvcc + ptxas report + static SASS verdict on a CPU worker (content-addressed cache)."""
+"""The compile task: the CPU stage of a candidate on a CPU worker (CUDA: nvcc + ptxas report + static SASS
+verdict, content-addressed cache; Triton: the static validator)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from ptxcore.arch import get_architecture
-from ptxcore.compile import BuildOptions, CompiledCandidate, compile_candidate
+from ptxcore.compile import BuildOptions, CompiledCandidate, build_candidate
+from ptxcore.schema import Language
 
 COMPILE_TAG = "compile"
 """Tag whose concurrency limit bounds parallel nvcc builds."""
 
 
 @task(name="compile", task_run_name="compile {label}", tags=[COMPILE_TAG], cache_policy=NO_CACHE)
-def compile_kernel(source: str, arch: str, label: str) -> CompiledCandidate:
-    """Build the candidate for the architecture (no -lcuda: CPU workers have no driver)."""
-    return compile_candidate(source, BuildOptions(arch=get_architecture(arch)))
+def compile_kernel(source: str, arch: str, label: str, language: Language = Language.CUDA) -> CompiledCandidate:
+    """The CPU stage for the architecture (no -lcuda: CPU workers have no driver)."""
+    return build_candidate(source, BuildOptions(arch=get_architecture(arch)), language=language)

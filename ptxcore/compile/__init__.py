@@ -1,7 +1,9 @@
-"""Compile stage (CPU workers): forbidden-source check, nvcc with a content-addressed cache, ptxas report."""
+"""Compile stage (CPU workers): forbidden-source check, nvcc with a content-addressed cache, ptxas report;
+`build_candidate` dispatches on the language (Triton: the static validator of ptxcore.triton)."""
 
 from .cache import CompileCache
 from .forbidden import ForbiddenUse, find_forbidden, strip_comments
+from .language import UnsupportedLanguage, build_candidate
 from .nvcc import BuildOptions, toolkit_version
 from .ptxas import parse_ptxas
 from .stage import CompiledCandidate, compile_candidate, source_sha256
@@ -9,4 +11,5 @@ from .stage import CompiledCandidate, compile_candidate, source_sha256
 __all__ = [
     "CompileCache", "ForbiddenUse", "find_forbidden", "strip_comments", "BuildOptions",
     "toolkit_version", "parse_ptxas", "CompiledCandidate", "compile_candidate", "source_sha256",
+    "build_candidate", "UnsupportedLanguage",
 ]

@@ -27,9 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     import torch
-    from ptxcore.gpu.harness.workloads import allocate_outputs, call_args, generate_inputs, resolve_spec
 
     from ptxcore.gpu.child.standalone import NVTX_RANGE
+    from ptxcore.gpu.harness.workloads import allocate_outputs, call_args, generate_inputs, resolve_spec
     from ptxcore.problems import get_problem
     from ptxcore.triton.session import TritonSession
 
