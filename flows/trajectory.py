@@ -101,7 +101,8 @@ class TaskLLM:
 
 
 class TaskEvaluator:
-    """compile task (CPU), then — for kernels that built — the judge task tagged gpu:<arch>."""
+    """compile task (CPU: nvcc, or the Triton validator), then — for kernels that passed it — the judge task
+    tagged gpu:<arch>, both with the trajectory's language."""
 
     def __init__(self, runtime: CampaignRuntime, plan: TrajectoryPlan, chain: TaskChain) -> None:
         self.plan, self.chain = plan, chain
@@ -115,11 +116,13 @@ class TaskEvaluator:
         unjudged = language_verdict(self.plan.language)
         if unjudged is not None:
             return unjudged
-        compiled = self.chain(compile_kernel, source, self.plan.arch, label=label)
+        language = self.plan.language
+        compiled = self.chain(compile_kernel, source, self.plan.arch, label=label, language=language)
         early = compile_verdict(compiled.result, compiled.sass)
         if early is not None:
             return early
-        judged = self.chain(self._judge, self.backend, source, compiled, self.plan.problem, self.plan.arch, label=label)
+        judged = self.chain(self._judge, self.backend, source, compiled, self.plan.problem, self.plan.arch, label=label,
+                            language=language)
         return fold_evaluation(compiled.result, compiled.sass, judged)
 
 

@@ -16,7 +16,7 @@ from ptxcore.arch import get_architecture
 from ptxcore.compile import CompiledCandidate
 from ptxcore.judge import InfraFailure, JudgeBackend, is_infrastructure_failure
 from ptxcore.problems import get_problem
-from ptxcore.schema import EvaluationStatus, JudgeResult
+from ptxcore.schema import EvaluationStatus, JudgeResult, Language
 
 from .states import outcome
 
@@ -30,9 +30,9 @@ def retry_on_infra(task: Any, task_run: Any, state: Any) -> bool:
 @task(name="judge", task_run_name="judge {label}", retries=2, retry_delay_seconds=10,
       retry_condition_fn=retry_on_infra, cache_policy=NO_CACHE)
 def judge_kernel(backend: JudgeBackend, source: str, compiled: CompiledCandidate, problem: str, arch: str,
-                 label: str) -> JudgeResult:
-    """Judge one compiled kernel; INFRA_ERROR raises so that Prefect retries it."""
-    result = backend.judge(source, get_problem(problem), get_architecture(arch), compiled)
+                 label: str, language: Language = Language.CUDA) -> JudgeResult:
+    """Judge one kernel that passed its CPU stage; INFRA_ERROR raises so that Prefect retries it."""
+    result = backend.judge(source, get_problem(problem), get_architecture(arch), compiled, language=language)
     if result.status is EvaluationStatus.INFRA_ERROR:
         raise InfraFailure(result)
     return outcome(result.status.value, result.reason or result.status.value, result)  # type: ignore[return-value]

@@ -30,7 +30,7 @@ from ptxcore.compile import CompiledCandidate
 from ptxcore.judge import InfraFailure, JudgeBackend, RouteKind, register_backend, select_judge
 from ptxcore.judge.route import worker_route
 from ptxcore.problems import Problem, get_problem
-from ptxcore.schema import EvaluationStatus, JudgeResult
+from ptxcore.schema import EvaluationStatus, JudgeResult, Language
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +42,11 @@ def worker_backend(arch: str) -> JudgeBackend:
     return select_judge(worker_route(), arch)
 
 
-def _judge_here(arch: str, source: str, compiled: CompiledCandidate, problem: str) -> JudgeResult:
+def _judge_here(arch: str, source: str, compiled: CompiledCandidate, problem: str, language: Language) -> JudgeResult:
     backend = worker_backend(arch)
-    log.info("judging %s on %s with %s", problem, arch, backend.name)
+    log.info("judging %s (%s) on %s with %s", problem, Language(language).value, arch, backend.name)
     # the build is reused only where its artifact exists and verifies (the same host); elsewhere rebuilt
-    result = backend.judge(source, get_problem(problem), get_architecture(arch), compiled)
+    result = backend.judge(source, get_problem(problem), get_architecture(arch), compiled, language=language)
     if result.status is EvaluationStatus.INFRA_ERROR:
         raise InfraFailure(result)
     return result
@@ -69,15 +69,17 @@ EACH_TASK_RUN = EachTaskRun()
 
 
 @task(name="judge-on-hopper", task_run_name="judge-on-hopper {label}", cache_policy=EACH_TASK_RUN)
-def judge_on_hopper(source: str, compiled: CompiledCandidate, problem: str, label: str) -> JudgeResult:
+def judge_on_hopper(source: str, compiled: CompiledCandidate, problem: str, label: str,
+                    language: Language = Language.CUDA) -> JudgeResult:
     """Served by `ptxbench worker --arch hopper`."""
-    return _judge_here("hopper", source, compiled, problem)
+    return _judge_here("hopper", source, compiled, problem, language)
 
 
 @task(name="judge-on-blackwell", task_run_name="judge-on-blackwell {label}", cache_policy=EACH_TASK_RUN)
-def judge_on_blackwell(source: str, compiled: CompiledCandidate, problem: str, label: str) -> JudgeResult:
+def judge_on_blackwell(source: str, compiled: CompiledCandidate, problem: str, label: str,
+                       language: Language = Language.CUDA) -> JudgeResult:
     """Served by `ptxbench worker --arch blackwell`."""
-    return _judge_here("blackwell", source, compiled, problem)
+    return _judge_here("blackwell", source, compiled, problem, language)
 
 
 WORKER_TASKS: dict[str, Any] = {"hopper": judge_on_hopper, "blackwell": judge_on_blackwell}
@@ -102,9 +104,9 @@ class PrefectWorkerJudge:
         self.name = f"prefect-worker:{self.arch}"
 
     def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate | None = None,
-              workload_uuid: str | None = None) -> JudgeResult:
+              workload_uuid: str | None = None, *, language: Language = Language.CUDA) -> JudgeResult:
         label = f"{problem.name}/{(compiled.result.source_sha256 if compiled else 'source')[:12]}"
-        future = self.task.delay(source, compiled, problem.name, label)
+        future = self.task.delay(source, compiled, problem.name, label, Language(language))
         log.info("judge task %s for %s submitted to `ptxbench worker --arch %s`", future.task_run_id, problem.name,
                  self.arch)
         try:

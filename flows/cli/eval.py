@@ -1,4 +1,5 @@
-"""`ptxbench eval KERNEL.cu --problem NAME [--arch hopper] [--json]`: judge one candidate on this host's GPU.
+"""`ptxbench eval KERNEL.cu|kernel.py --problem NAME [--arch hopper] [--language cuda|triton] [--json]`: judge one
+candidate on this host's GPU (a `.py` file is a Triton candidate unless --language says otherwise).
 
 Exit codes: 0 PASSED, 1 any other verdict, 2 bad input, 3 no GPU here (CPU stages ran), 4 infrastructure error.
 """
@@ -15,10 +16,11 @@ EXIT_VERDICT, EXIT_NO_GPU, EXIT_INFRA = 1, 3, 4
 
 @one_line_errors
 def eval_command(
-    kernel: str = typer.Argument(..., help="Path of the candidate .cu file."),
+    kernel: str = typer.Argument(..., help="Path of the candidate .cu (CUDA) or .py (Triton) file."),
     problem: str = typer.Option(..., "--problem", "-p", help="Definition name."),
     arch: str = typer.Option("hopper", "--arch", "-a", help="hopper | blackwell (or h100, h200, b200)."),
     workload: str = typer.Option(None, "--workload", "-w", help="Workload uuid (default: the first)."),
+    language: str = typer.Option(None, "--language", "-l", help="cuda | triton (default: .py files are triton)."),
     as_json: bool = typer.Option(False, "--json", help="Print the JudgeResult envelope as JSON."),
     server: str = typer.Option(None, "--server", help="Judge through the profiling service at this URL "
                                "(token from $PTXBENCH_PROFILER_TOKEN) instead of this host's GPU."),
@@ -31,6 +33,7 @@ def eval_command(
     from ptxcore.schema import EvaluationStatus
 
     source = read_text_file(kernel)
+    lang = _language(language, kernel)
     prob = get_problem(problem)
     architecture = get_architecture(arch)
     prob.workload(workload)  # unknown uuid -> one-line error
@@ -46,7 +49,7 @@ def eval_command(
     err = Console(stderr=True)
     where = "the CPU stages (no GPU)" if isinstance(backend, NoGpuJudge) else backend.name
     with err.status(f"judging {kernel} with {where} ({prob.name})", spinner="dots"):
-        result = _judge(backend, source, prob, architecture, workload, server)
+        result = _judge(backend, source, prob, architecture, workload, server, lang)
     _emit(result, as_json)
     if result.status is EvaluationStatus.NOT_EVALUATED:
         err.print(f"no GPU is available on this machine: ran the CPU stages only ({kernel} compiled); "
@@ -58,16 +61,31 @@ def eval_command(
         raise typer.Exit(EXIT_VERDICT)
 
 
-def _judge(backend, source, problem, arch, workload, server):  # noqa: ANN001, ANN202
+def _language(value: str | None, kernel: str):  # noqa: ANN202 - ptxcore.schema.Language
+    """--language, else the file suffix (.py: triton, else cuda); a language nothing judges is a user error."""
+    from ptxcore.schema import JUDGED_LANGUAGES, Language
+
+    if value is None:
+        return Language.TRITON if kernel.endswith(".py") else Language.CUDA
+    try:
+        lang = Language(value.strip().lower())
+    except ValueError:
+        lang = None
+    if lang not in JUDGED_LANGUAGES:
+        raise UserError(f"--language {value!r}: one of {', '.join(sorted(x.value for x in JUDGED_LANGUAGES))}")
+    return lang
+
+
+def _judge(backend, source, problem, arch, workload, server, language):  # noqa: ANN001, ANN202
     """The backend's verdict; a profiling service's refusal is the user's input error, its absence exit 4."""
     from ptxcore.gpu import NoGPUError
     from ptxcore.gpu.service.client import ProfilerRequestError, ProfilerUnavailable
     from ptxcore.judge import cpu_stages
 
     try:
-        return backend.judge(source, problem, arch, workload_uuid=workload)
+        return backend.judge(source, problem, arch, workload_uuid=workload, language=language)
     except NoGPUError:  # the probe saw a GPU that the judge then could not use
-        return cpu_stages(source, problem, arch, workload_uuid=workload)
+        return cpu_stages(source, problem, arch, workload_uuid=workload, language=language)
     except ProfilerRequestError as exc:
         raise UserError(f"{server}: {exc.detail}") from exc
     except ProfilerUnavailable as exc:

@@ -7,6 +7,7 @@ this module only applies them to a turn.
 from __future__ import annotations
 
 from ptxcore.schema import (
+    JUDGED_LANGUAGES,
     CompileResult,
     EvaluationStatus,
     JudgeResult,
@@ -18,9 +19,6 @@ from ptxcore.schema import (
 
 from .types import TurnEvaluation
 
-JUDGED_LANGUAGES = frozenset({Language.CUDA})
-"""Languages the compile stage and the GPU judge can build. Triton solutions are not judged yet."""
-
 
 def compile_verdict(compile: CompileResult, sass: SassReport | None = None) -> TurnEvaluation | None:
     """The final verdict when the kernel did not build (no judge runs); None when it compiled."""
@@ -31,8 +29,8 @@ def compile_verdict(compile: CompileResult, sass: SassReport | None = None) -> T
 
 
 def language_verdict(language: Language) -> TurnEvaluation | None:
-    """NOT_EVALUATED for a language the judge cannot build (never a COMPILE_ERROR charged to the model);
-    None when the kernel should go through compile and judge."""
+    """NOT_EVALUATED for a language nothing can judge (not in `JUDGED_LANGUAGES`; never a COMPILE_ERROR charged
+    to the model); None when the kernel goes through compile and judge (CUDA and Triton)."""
     if Language(language) in JUDGED_LANGUAGES:
         return None
     return TurnEvaluation(status=EvaluationStatus.NOT_EVALUATED)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ptxcore.compile import CompiledCandidate
     from ptxcore.gpu.config import JudgeConfig
     from ptxcore.problems import Problem
-    from ptxcore.schema import JudgeResult
+    from ptxcore.schema import JudgeResult, Language
 
 
 def __getattr__(name: str):  # noqa: ANN202 - lazy: the candidate child imports this package without pydantic
@@ -44,15 +44,18 @@ def judge_candidate(
     config: JudgeConfig | None = None,
     workload_uuid: str | None = None,
     compiled: CompiledCandidate | None = None,
+    language: Language | str = "cuda",
 ) -> JudgeResult:
     """Judge one candidate on this host's GPU with the process-wide judge of this configuration.
 
     `compiled`: the CPU stage's build of the same source, reused when its artifact verifies (no second
-    nvcc). Raises NoGPUError when there is no GPU; every candidate fault is a returned verdict.
+    nvcc). `language`: cuda (`kernel.cu`) or triton (`kernel.py`, validated again here, imported only in the
+    candidate's child). Raises NoGPUError when there is no GPU; every candidate fault is a returned verdict.
     """
     from ptxcore.gpu.pipeline.judge import default_judge
 
-    return default_judge(config).judge(source, problem, arch, workload_uuid=workload_uuid, compiled=compiled)
+    return default_judge(config).judge(source, problem, arch, workload_uuid=workload_uuid, compiled=compiled,
+                                       language=language)
 
 
 __all__ = [

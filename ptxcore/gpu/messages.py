@@ -84,7 +84,8 @@ class ChildOp(StrEnum):
     HELLO = "hello"
     """Opens the session: carries the nonce; the child answers with its pid."""
     LOAD = "load"
-    """Load the candidate (mode ffi: `library`) or the trusted baseline (mode baseline: `problem`)."""
+    """Load the candidate (mode ffi: `library`; mode triton: `source`, `triton_cache`) or the trusted baseline
+    (mode baseline: `problem`)."""
     BIND = "bind"
     """Map a buffer slot's tensors by CUDA IPC (`slot`, `tensors`, `outputs`)."""
     CALL = "call"
@@ -92,6 +93,8 @@ class ChildOp(StrEnum):
     UNBIND = "unbind"
     TIMINGS = "timings"
     """Drain the CUPTI records and attribute them to the calls."""
+    LAUNCHES = "launches"
+    """Mode triton: the Triton launch report of the first (recorded) calls."""
     EXIT = "exit"
 
 

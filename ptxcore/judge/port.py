@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from ptxcore.schema import Language
+
 if TYPE_CHECKING:
     from ptxcore.arch import Architecture
     from ptxcore.compile import CompiledCandidate
@@ -16,11 +18,12 @@ class JudgeBackend(Protocol):
     returns INFRA_ERROR, which the caller turns into InfraFailure).
 
     `compiled` is the CPU stage's build of the same source when there was one: a backend on the same host
-    reuses it (no second nvcc), a remote one rebuilds from `source`.
+    reuses it (no second nvcc), a remote one rebuilds from `source`. `language` says what `source` is (CUDA
+    `kernel.cu` or Triton `kernel.py`); every backend carries it to wherever the judgement happens.
     """
 
     name: str
     """Shown in logs and in the campaign summary (e.g. `local-gpu`, `service:http://...`)."""
 
     def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate | None = None,
-              workload_uuid: str | None = None) -> JudgeResult: ...
+              workload_uuid: str | None = None, *, language: Language = Language.CUDA) -> JudgeResult: ...

@@ -12,11 +12,13 @@ from .campaign import CampaignRecord, StopReason, TrajectoryRecord
 from .definition import AxisConst, AxisVar, Definition, TensorSpec
 from .enums import (
     CAMPAIGN_LANGUAGES,
+    JUDGED_LANGUAGES,
     Binding,
     CampaignLanguage,
     CompileStatus,
     DType,
     EvaluationStatus,
+    JudgedLanguage,
     Language,
     SandboxMode,
     StaticTarget,
@@ -44,7 +46,7 @@ from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
 
 __all__ = [
     "SCHEMA_VERSION", "FrozenModel", "text_sha256", "CampaignRecord", "StopReason", "TrajectoryRecord", "AxisConst", "AxisVar", "Definition", "TensorSpec",
-    "CAMPAIGN_LANGUAGES", "CampaignLanguage", "CorrectnessStats", "JudgeCorrectness", "Binding", "CompileStatus", "DType", "EvaluationStatus", "Language", "SandboxMode", "StaticTarget",
+    "CAMPAIGN_LANGUAGES", "JUDGED_LANGUAGES", "CampaignLanguage", "JudgedLanguage", "CorrectnessStats", "JudgeCorrectness", "Binding", "CompileStatus", "DType", "EvaluationStatus", "Language", "SandboxMode", "StaticTarget",
     "TargetInstruction", "CompileResult", "EnvironmentInfo", "JudgeResult", "KernelResources",
     "LLMUsage", "PtxasResources", "RecordedVerdict", "SanitizerSummary", "SassReport", "TargetInstructionEvidence",
     "TurnRecord", "BuildSpec", "SourceFile", "Solution", "Correctness", "Environment",

@@ -125,16 +125,26 @@ class Language(str, Enum):
 CAMPAIGN_LANGUAGES = (Language.CUDA, Language.TRITON)
 """Languages a campaign (and a prompt variant) can ask a model to write."""
 
-
-def _campaign_language(value: Language) -> Language:
-    if value not in CAMPAIGN_LANGUAGES:
-        raise ValueError(f"language {value.value!r}: a campaign asks for one of "
-                         f"{', '.join(x.value for x in CAMPAIGN_LANGUAGES)}")
-    return value
+JUDGED_LANGUAGES = frozenset({Language.CUDA, Language.TRITON})
+"""Languages the CPU stage and the GPU judge take (`ptxcore.compile.build_candidate`): CUDA is built by nvcc,
+Triton validated on the CPU and compiled at its first launch on the GPU host. Any other language is
+NOT_EVALUATED (never a COMPILE_ERROR charged to the model)."""
 
 
-CampaignLanguage = Annotated[Language, AfterValidator(_campaign_language)]
+def _language_in(allowed: tuple[Language, ...], who: str):  # noqa: ANN202 - a pydantic after-validator
+    def check(value: Language) -> Language:
+        if value not in allowed:
+            raise ValueError(f"language {value.value!r}: {who} one of {', '.join(x.value for x in allowed)}")
+        return value
+
+    return check
+
+
+CampaignLanguage = Annotated[Language, AfterValidator(_language_in(CAMPAIGN_LANGUAGES, "a campaign asks for"))]
 """A Language field that accepts only what a model is asked to write (cuda, triton)."""
+JudgedLanguage = Annotated[Language, AfterValidator(_language_in(
+    tuple(sorted(JUDGED_LANGUAGES, key=lambda x: x.value)), "the judge takes"))]
+"""A Language field that accepts only what the judge takes (cuda, triton): requests to the profiling service."""
 
 
 class Binding(str, Enum):

@@ -11,11 +11,15 @@ Candidate child (standard library at import; triton/torch arrive with the candid
   launches.py   `LaunchRecorder`: kernel binary loads and launches through Triton's runtime hooks
   session.py    `TritonSession(source, cache_dir)`: load, call (first calls recorded), `launch_report()`
 
-Wiring (judge side): CPU stage `triton_stage`; child mode "triton" = `TritonSession` on torch tensors (torch not
-blocked), its faults are `CandidateLoadError` / `CandidateCallError(.fault.status)`; after the first calls
-`launch_report()` -> `evidence.binaries_from_launches` -> `static_evidence` -> ncu through
-`with_kernel_filter(ncu_command(...), kernels)`; CUPTI names of a call vs `foreign_kernels`. The first call
-compiles: give it a longer deadline. Share one Triton cache dir between a candidate's children.
+Wiring (where the rest of the house uses it): the CPU stage is `ptxcore.compile.build_candidate(...,
+language=triton)` -> `triton_stage` (tasks/compile.py, NoGpuJudge); the GPU judge (`GpuJudge.judge(...,
+language=triton)`, ptxcore.gpu.pipeline) validates again, writes kernel.py and a private Triton cache
+(`ptxcore.gpu.harness.triton.TritonFiles`), runs the child session in mode "triton" (`ptxcore.gpu.child.triton_mode`:
+`TritonSession` on torch tensors, torch not blocked; `CandidateLoadError` / `CandidateCallError(.fault.status)`
+come back as COMPILE_ERROR / RUNTIME_ERROR; the first call gets the start-up deadline), applies
+`foreign_kernels` to CUPTI's kernel names of every call after the first instead of the mapped-library check,
+and takes evidence from `launch_report()` -> `binaries_from_launches` -> `static_evidence` -> ncu with
+`with_kernel_filter` (ptxcore.gpu.pipeline.triton); memcheck and ncu run the same files and cache.
 
 This package imports nothing from ptxcore.gpu (ptxcore.gpu imports it), and its __init__ imports nothing, so
 the child can import the child-side modules without pydantic.

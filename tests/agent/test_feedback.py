@@ -97,11 +97,12 @@ def test_runtime_log_is_trimmed_and_seeds_are_hidden():
     assert trim("Seed: 42 and SEED 7") == "Seed=<hidden> and SEED=<hidden>"
 
 
-def test_triton_turns_are_not_evaluated_rather_than_compile_errors():
+def test_unjudged_languages_are_not_evaluated_rather_than_compile_errors():
     from ptxcore.agent.evaluation import language_verdict
     from ptxcore.schema import EvaluationStatus, Language
 
     assert language_verdict(Language.CUDA) is None
-    verdict = language_verdict(Language.TRITON)
+    assert language_verdict(Language.TRITON) is None  # Triton turns go through compile (validator) and judge
+    verdict = language_verdict(Language.TILELANG)
     assert verdict is not None and verdict.status is EvaluationStatus.NOT_EVALUATED
     assert verdict.compile is None and verdict.speedup is None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ptxcore.arch import Architecture
 from ptxcore.compile import CompiledCandidate
 from ptxcore.problems import Problem
-from ptxcore.schema import JudgeResult
+from ptxcore.schema import JudgeResult, Language
 
 from .fakes import FakeJudge
 
@@ -17,14 +17,15 @@ MARKER = "ADAPT_TEST_CORRECT"
 class AdaptJudge(FakeJudge):
     name = "adapt-fake"
 
-    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate) -> JudgeResult:
+    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate, *,
+              language: Language = Language.CUDA) -> JudgeResult:
         import os
 
         old = os.environ.pop("FAKE_JUDGE_SPEEDUP", None)
         try:
             if MARKER in source:
                 os.environ["FAKE_JUDGE_SPEEDUP"] = "0.5"
-            return super().judge(source, problem, arch, compiled)
+            return super().judge(source, problem, arch, compiled, language=language)
         finally:
             os.environ.pop("FAKE_JUDGE_SPEEDUP", None)
             if old is not None:

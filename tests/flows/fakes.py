@@ -5,6 +5,7 @@ run in a subprocess (the SIGKILL test) behaves the same:
   FAKE_JUDGE_SPEEDUP   when set, compiled kernels PASS with this speedup; else INCORRECT_NUMERICAL
   FAKE_JUDGE_DELAY_S   seconds each judgement takes (default 0)
   FAKE_JUDGE_INFRA_FILE  path: while this file exists, a judgement returns INFRA_ERROR and deletes it
+A judgement asked for a language other than cuda names it in its reason (`judged as triton`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ptxcore.schema import (
     EvaluationStatus,
     JudgeCorrectness,
     JudgeResult,
+    Language,
     Performance,
     TargetInstruction,
     TargetInstructionEvidence,
@@ -35,9 +37,12 @@ class FakeJudge:
     def __init__(self, arch: str) -> None:
         self.arch = arch
         self.calls = 0
+        self.languages: list[Language] = []
 
-    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate) -> JudgeResult:
+    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate, *,
+              language: Language = Language.CUDA) -> JudgeResult:
         self.calls += 1
+        self.languages.append(Language(language))
         time.sleep(float(os.environ.get("FAKE_JUDGE_DELAY_S", "0")))
         env = EnvironmentInfo(gpu_name=FAKE_GPU, driver_version="0.0")
         evidence = TargetInstructionEvidence(status=TargetInstruction.NOT_EXECUTED, tool="fake")
@@ -57,7 +62,8 @@ class FakeJudge:
                 compile=compiled.result, sass=compiled.sass,
             )
         return JudgeResult(
-            status=EvaluationStatus.INCORRECT_NUMERICAL, reason="mismatch in 100% of elements",
+            status=EvaluationStatus.INCORRECT_NUMERICAL, reason="mismatch in 100% of elements" + (
+                "" if Language(language) is Language.CUDA else f" (judged as {Language(language).value})"),
             definition=problem.name, arch=arch.key, environment=env, target_instruction=evidence,
             correctness=JudgeCorrectness(max_absolute_error=3.5, max_relative_error=1.0),
             compile=compiled.result, sass=compiled.sass,

@@ -47,6 +47,22 @@ def test_bad_input_is_one_line(tmp_path):
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "no_such_problem" in r.stderr
 
 
+def test_a_triton_file_is_validated_then_not_evaluated_without_a_gpu(tmp_path):
+    r = _eval([str(CONTROLS / "triton" / "01_gemm_mma_sync.py"), "--problem", "gemm_n7168_k5120", "--json"], tmp_path)
+    assert r.returncode == 3, r.stderr
+    env = json.loads(r.stdout)
+    assert env["status"] == "NOT_EVALUATED" and env["compile"]["flags"] == ["triton"]
+    r = _eval([str(CONTROLS / "triton" / "03_torch_fallback_alias.py"), "--problem", "gemm_n7168_k5120", "--json"],
+              tmp_path)
+    assert r.returncode == 1 and json.loads(r.stdout)["status"] == "REJECTED"
+
+
+def test_a_language_nothing_judges_is_one_line(tmp_path):
+    r = _eval([str(CONTROLS / "triton" / "01_gemm_mma_sync.py"), "--problem", "gemm_n7168_k5120", "--language",
+               "python"], tmp_path)
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "--language" in r.stderr
+
+
 def test_judge_candidate_raises_no_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("PTXBENCH_FORCE_NO_GPU", "1")
     src = (CONTROLS / "08_host_exit.cu").read_text()

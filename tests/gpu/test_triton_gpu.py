@@ -4,13 +4,14 @@ Standalone (no judge wiring needed): each solution in solutions/triton/ against 
 under PTXBench's rule, CUPTI-free timing with triton.testing.do_bench against cuBLAS / cuDNN, the SASS
 families of the cubins its calls launched, and Nsight Compute's per-instruction counts over those kernels
 (`thread_inst_executed_true` with the kernel-name filter). The controls of tests/fixtures/controls/triton/
-show their dynamic symptom. Then, once the judge takes `language="triton"`, every solution and control
-through the judge (skipped until then). PTXBENCH_TRITON_OUT=path.jsonl keeps one JSON row per check.
+show their dynamic symptom. Then every solution and control through the judge (`judge_candidate(...,
+language="triton")`: validator, child session in mode triton, memcheck, CUPTI timing, foreign-kernel rule, cubin
+evidence and ncu). PTXBENCH_TRITON_OUT=path.jsonl keeps one JSON row per check; PTXBENCH_TRITON_SANITIZER=0 skips
+the memcheck gate in the judge tests (faster; the protocol's default is on).
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import shutil
@@ -221,17 +222,24 @@ def test_control_compile_error_is_classified(scratch):
 def _judge(source: str, problem: str, scratch: Path):
     from ptxcore.gpu import JudgeConfig, judge_candidate
 
-    if "language" not in inspect.signature(judge_candidate).parameters:
-        pytest.skip("the judge does not take language='triton' yet (issue 16 wiring)")
-    config = JudgeConfig(cache_dir=scratch / "judge", trials=3, warmup=1, iters=3, throttle_retries=0)
+    config = JudgeConfig(cache_dir=scratch / "judge", trials=3, warmup=1, iters=3, throttle_retries=0,
+                         sanitizer=os.environ.get("PTXBENCH_TRITON_SANITIZER", "1") != "0")
     return judge_candidate(source, get_problem(problem), HOPPER, config, language="triton")
+
+
+def _judge_row(r, **what) -> dict:
+    p = r.performance
+    return {"check": "judge", **what, "status": r.status.value, "target": r.target_instruction.status.value,
+            "counts": r.target_instruction.family_thread_inst_executed, "reason": r.reason[:300],
+            "latency_ms": p.latency_ms if p else None, "speedup": p.speedup_factor if p else None,
+            "memcheck": r.sanitizer.model_dump(mode="json", exclude={"report"}) if r.sanitizer else None,
+            "stages_s": r.stage_seconds, "log": r.log[-600:] if r.status is not EvaluationStatus.PASSED else ""}
 
 
 @pytest.mark.parametrize("problem,file", SOLUTIONS, ids=[f"judge-{p}/{f}" for p, f in SOLUTIONS])
 def test_judge_passes_solutions_with_target_executed(problem, file, scratch):
     r = _judge((SOL / problem / file).read_text(), problem, scratch)
-    _emit({"check": "judge", "problem": problem, "kernel": file, "status": r.status.value,
-           "target": r.target_instruction.status.value, "reason": r.reason[:300]})
+    _emit(_judge_row(r, problem=problem, kernel=file))
     assert r.status is EvaluationStatus.PASSED, r.reason
     assert r.target_instruction.status is TargetInstruction.EXECUTED
 
@@ -239,8 +247,7 @@ def test_judge_passes_solutions_with_target_executed(problem, file, scratch):
 @pytest.mark.parametrize("control", EXPECTED, ids=[f"judge-{c['file']}" for c in EXPECTED])
 def test_judge_gives_controls_their_verdicts(control, scratch):
     r = _judge((CONTROLS / control["file"]).read_text(), control["problem"], scratch)
-    _emit({"check": "judge", "control": control["file"], "status": r.status.value,
-           "target": r.target_instruction.status.value, "reason": r.reason[:300]})
+    _emit(_judge_row(r, control=control["file"]))
     assert r.status.value == control["verdict"], r.reason
     if control["target"]:
         assert r.target_instruction.status.value == control["target"]

@@ -7,6 +7,7 @@ from ptxcore.gpu.harness.calls import CallRecord, Tolerance
 from ptxcore.gpu.harness.compare import CompareStats
 from ptxcore.gpu.pipeline.verdicts import (
     correctness_verdict,
+    foreign_kernel_verdict,
     library_verdict,
     stream_verdict,
     timing_verdict,
@@ -76,3 +77,37 @@ def test_forbidden_libraries_linked_or_loaded_are_rejected():
     v = library_verdict(["/usr/local/cuda/lib64/libcudnn_graph.so.9"], [])
     assert v.status is EvaluationStatus.REJECTED and "cuDNN" in v.reason
     assert library_verdict(["/usr/lib/libcuda.so.1", "/x/libcupti.so.13"], ["libtvm_ffi.so"]) is None
+
+
+def _kernels(tag: int, *names: str) -> CallRecord:
+    return _rec(tag, GOOD, timing=CallTiming(tag, 1000, len(names), len(names), (), tuple(names)))
+
+
+def test_triton_calls_that_run_only_launched_kernels_pass_the_foreign_kernel_rule():
+    assert foreign_kernel_verdict([_kernels(0, "gemm"), _kernels(1, "gemm"), _kernels(2, "gemm", "epilogue")],
+                                  {"gemm", "epilogue"}) is None
+
+
+def test_a_torch_kernel_inside_a_triton_call_is_rejected():
+    torch_kernel = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEE"
+    v = foreign_kernel_verdict([_kernels(1, "gemm"), _kernels(2, "gemm", torch_kernel)], {"gemm"})
+    assert v.status is EvaluationStatus.REJECTED and torch_kernel[:80] in v.reason and "call 0 of trial 2" in v.reason
+
+
+def test_the_first_call_may_run_the_autotuners_helpers_but_no_later_call():
+    helper = "_ZN2at6native18elementwise_kernel_fill"
+    assert foreign_kernel_verdict([_kernels(0, "gemm", helper), _kernels(1, "gemm")], {"gemm"}) is None
+    assert foreign_kernel_verdict([_kernels(0, "gemm"), _kernels(1, helper)], {"gemm"}).status is EvaluationStatus.REJECTED
+
+
+def test_more_kernels_than_reported_count_as_foreign():
+    from ptxcore.gpu.child.cupti import MAX_KERNEL_NAMES, ActivityRecord, CallWindow, assign_records
+
+    names = [f"k{i:03d}" for i in range(MAX_KERNEL_NAMES + 3)]
+    records = [ActivityRecord("kernel", n, 10 + i, 11 + i, 7) for i, n in enumerate(names)]
+    records.append(ActivityRecord("memcpy", "memcpy", 5, 6, 7))
+    (timing,), _ = assign_records([CallWindow(1, 0, 10_000)], records, {7})
+    assert len(timing.kernel_names) == MAX_KERNEL_NAMES + 1 and timing.kernel_names[-1] == "... 3 more kernels"
+    assert "memcpy" not in timing.kernel_names
+    v = foreign_kernel_verdict([_rec(1, GOOD, timing=timing)], set(names))
+    assert v is not None and v.status is EvaluationStatus.REJECTED

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import httpx
 import pytest
 
@@ -10,10 +13,12 @@ from ptxcore.compile import CompiledCandidate
 from ptxcore.gpu import probe
 from ptxcore.judge import (
     JudgeRoute,
+    LocalGpuJudge,
     NoGpuJudge,
     RouteError,
     RouteKind,
     ServiceJudge,
+    cpu_stages,
     resolve_routes,
     select_judge,
 )
@@ -24,6 +29,7 @@ from ptxcore.schema import (
     CompileStatus,
     EvaluationStatus,
     JudgeResult,
+    Language,
     SassReport,
     StaticTarget,
     TargetInstruction,
@@ -95,3 +101,58 @@ def test_service_outage_raises_an_error_the_judge_task_retries():
         j.judge("src", PROBLEM, HOPPER, candidate(StaticTarget.PRESENT))
     assert type(info.value).__name__ == "ProfilerUnavailable"
     assert is_infrastructure_failure(info.value)
+
+
+TRITON_SOLUTION = (Path(__file__).resolve().parents[2] / "solutions" / "triton" / "gemm_n7168_k5120"
+                   / "tma_persistent.py").read_text()
+TRITON_FALLBACK = (Path(__file__).resolve().parents[1] / "fixtures" / "controls" / "triton"
+                   / "03_torch_fallback_alias.py").read_text()
+
+
+def test_no_gpu_judge_validates_a_triton_kernel_then_says_not_evaluated(tmp_path):
+    from ptxcore.gpu import JudgeConfig
+
+    j = NoGpuJudge(config=JudgeConfig(cache_dir=tmp_path))
+    r = j.judge(TRITON_SOLUTION, PROBLEM, HOPPER, language=Language.TRITON)
+    assert r.status is EvaluationStatus.NOT_EVALUATED and r.correctness is None and r.performance is None
+    assert r.compile.status is CompileStatus.COMPILED and r.compile.flags == ["triton"] and r.sass is None
+    assert r.target_instruction.status is TargetInstruction.UNKNOWN
+    bad = cpu_stages(TRITON_FALLBACK, PROBLEM, HOPPER, JudgeConfig(cache_dir=tmp_path), language=Language.TRITON)
+    assert bad.status is EvaluationStatus.REJECTED and "module-as-value" in bad.reason
+    assert not (tmp_path / "compile").exists() or not any((tmp_path / "compile").iterdir())  # no nvcc ran
+
+
+def test_the_local_backend_hands_the_language_to_the_gpu_judge(monkeypatch):
+    import ptxcore.gpu as gpu
+
+    seen = {}
+
+    def fake_judge_candidate(source, problem, arch, config=None, workload_uuid=None, compiled=None, language="cuda"):
+        seen["language"] = language
+        return JudgeResult(status=EvaluationStatus.INCORRECT_SHAPE, definition=problem.name, arch=arch.key,
+                           target_instruction=TargetInstructionEvidence(status=TargetInstruction.UNKNOWN))
+
+    monkeypatch.setattr(gpu, "judge_candidate", fake_judge_candidate)
+    LocalGpuJudge().judge("src", PROBLEM, HOPPER, language=Language.TRITON)
+    assert seen["language"] is Language.TRITON
+    LocalGpuJudge().judge("src", PROBLEM, HOPPER)
+    assert seen["language"] is Language.CUDA
+
+
+def test_the_service_backend_sends_the_language_only_when_not_cuda():
+    verdict = JudgeResult(status=EvaluationStatus.INCORRECT_SHAPE, definition=PROBLEM.name, arch="hopper",
+                          target_instruction=TargetInstructionEvidence(status=TargetInstruction.NOT_EXECUTED))
+    bodies = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/evaluate":
+            bodies.append(json.loads(request.content))
+            return httpx.Response(200, json={"task_id": "t1"})
+        return httpx.Response(200, json={"task_id": "t1", "state": "completed",
+                                         "result": verdict.model_dump(mode="json")})
+
+    j = ServiceJudge("http://gpu-host:8765", transport=httpx.MockTransport(handler))
+    j.judge(TRITON_SOLUTION, PROBLEM, HOPPER, language=Language.TRITON)
+    j.judge("src", PROBLEM, HOPPER)
+    assert bodies[0]["language"] == "triton" and bodies[0]["source"] == TRITON_SOLUTION
+    assert "language" not in bodies[1]  # a CUDA request is what it was before the field existed

@@ -17,6 +17,7 @@ from ptxcore.schema import (
     EvaluationStatus,
     JudgeCorrectness,
     JudgeResult,
+    Language,
     SassReport,
     StaticTarget,
     TargetInstruction,
@@ -40,7 +41,8 @@ class Backend:
     def __init__(self, status: EvaluationStatus) -> None:
         self.status = status
 
-    def judge(self, source, problem, arch, compiled):
+    def judge(self, source, problem, arch, compiled, *, language=Language.CUDA):
+        self.language = language
         wrong = self.status is EvaluationStatus.INCORRECT_NUMERICAL
         return JudgeResult(status=self.status, reason="why", definition=problem.name, arch=arch.key,
                            correctness=JudgeCorrectness(max_absolute_error=3.0) if wrong else None,
@@ -54,6 +56,15 @@ def test_judge_task_body_raises_on_infra_error_only():
     assert state.is_completed() and (state.name, state.message) == ("INCORRECT_NUMERICAL", "why")
     with pytest.raises(InfraFailure, match="why"):
         judge_kernel.fn(Backend(EvaluationStatus.INFRA_ERROR), "src", c, PROBLEM.name, "hopper", label="x")
+
+
+def test_judge_task_carries_the_language_to_the_backend():
+    backend = Backend(EvaluationStatus.INCORRECT_NUMERICAL)
+    judge_kernel.fn(backend, "src", candidate(StaticTarget.PRESENT), PROBLEM.name, "hopper", label="x")
+    assert backend.language is Language.CUDA
+    judge_kernel.fn(backend, "src", candidate(StaticTarget.PRESENT), PROBLEM.name, "hopper", label="x",
+                    language=Language.TRITON)
+    assert backend.language is Language.TRITON
 
 
 @pytest.mark.parametrize("exc,retry", [

@@ -12,6 +12,9 @@ import statistics
 import threading
 from dataclasses import dataclass
 
+MAX_KERNEL_NAMES = 64
+"""Distinct kernel names reported per call; more than this is reported with an overflow marker."""
+
 
 @dataclass(frozen=True)
 class ActivityRecord:
@@ -43,6 +46,9 @@ class CallTiming:
     kernels: int
     off_stream: tuple[str, ...]
     """Names of kernels/copies launched on a stream other than the TVM-FFI environment stream."""
+    kernel_names: tuple[str, ...] = ()
+    """Distinct names of the kernels the call ran (at most MAX_KERNEL_NAMES, then one `...` marker that is no
+    kernel's name)."""
 
 
 def assign_records(
@@ -64,8 +70,15 @@ def assign_records(
         span = (max(r.end_ns for r in recs) - min(r.start_ns for r in recs)) if recs else 0
         off = tuple(sorted({r.name for r in recs if r.stream_id not in env_streams}))
         kernels = sum(1 for r in recs if r.kind == "kernel")
-        timings.append(CallTiming(w.tag, span, len(recs), kernels, off))
+        timings.append(CallTiming(w.tag, span, len(recs), kernels, off, _kernel_names(recs)))
     return timings, stray
+
+
+def _kernel_names(recs: list[ActivityRecord]) -> tuple[str, ...]:
+    names = sorted({r.name for r in recs if r.kind == "kernel"})
+    if len(names) > MAX_KERNEL_NAMES:
+        return (*names[:MAX_KERNEL_NAMES], f"... {len(names) - MAX_KERNEL_NAMES} more kernels")
+    return tuple(names)
 
 
 def _find_window(ordered: list[CallWindow], t: int) -> CallWindow | None:

@@ -3,7 +3,9 @@
 Imports no torch or cupy in candidate mode (ffi), so no cuBLAS/cuDNN is mapped unless the candidate loads
 it; works on IPC-mapped buffers owned by the judge, which keeps the reference outputs in its own process
 where this one cannot reach them. Every call is bracketed by a device synchronisation and CUPTI timestamps.
-Only the trusted baseline's session (mode baseline) imports torch, through child.baseline.
+The trusted baseline's session (mode baseline) imports torch, through child.baseline; a Triton candidate's
+session (mode triton, child.triton_mode) does too, since Triton runs on torch (nothing is blocked there: the
+judge checks the kernels a call ran instead of the libraries mapped).
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ class Session:
             driver.preload_global()  # the build has no -lcuda: its driver calls bind to this process's libcuda
             module = tvm_ffi.load_module(msg["library"])
             self.fn = module["run"]
+        elif self.mode == "triton":
+            from ptxcore.gpu.child.triton_mode import TritonCandidate
+
+            self.fn = TritonCandidate(msg["source"], msg["triton_cache"], self.device)
         else:
             from ptxcore.gpu.child.baseline import load_baseline
 
@@ -88,12 +94,14 @@ class Session:
         t0 = self.recorder.now_ns()
         if self.mode == "ffi":
             self._call_ffi(slot["args"])
+        elif self.mode == "triton":
+            self.fn(slot["args"])
         else:
             results = self._call_baseline(slot)
         driver.synchronize()
         t1 = self.recorder.now_ns()
         self.windows.append(CallWindow(msg["tag"], t0, t1))
-        if self.mode != "ffi":
+        if self.mode == "baseline":
             self._store_baseline(slot, results)
         l2_reset = driver.clear_persisting_l2()  # a candidate may not keep its data in L2 across calls
         return {"wall_ns": t1 - t0, "l2_reset": l2_reset}
@@ -128,12 +136,20 @@ class Session:
         calib = [w for w in self.windows if w.tag == CALIBRATION_TAG]
         env_streams = {r.stream_id for r in self.records if calib and calib[0].t0_ns <= r.start_ns <= calib[0].t1_ns}
         calls, stray = assign_records(self.windows, self.records, env_streams)
-        return {
-            "env_streams": sorted(env_streams),
-            "calls": [[c.tag, c.span_ns, c.records, c.kernels, list(c.off_stream)]
-                      for c in calls if c.tag != CALIBRATION_TAG],
-            "stray": sorted({r.name for r in stray})[:20],
-        }
+        rows = []
+        for c in calls:
+            if c.tag == CALIBRATION_TAG:
+                continue
+            rows.append([c.tag, c.span_ns, c.records, c.kernels, list(c.off_stream)])
+            if self.mode == "triton":  # the kernels of each call, for the judge's foreign-kernel check
+                rows[-1].append(list(c.kernel_names))
+        return {"env_streams": sorted(env_streams), "calls": rows, "stray": sorted({r.name for r in stray})[:20]}
+
+    def launches(self, _msg: dict) -> dict:
+        """Mode triton: what the recorded first calls launched (kernel names, cubins, streams)."""
+        if self.mode != "triton":
+            raise RuntimeError("a launch report exists in mode triton only")
+        return self.fn.launches()
 
 
 def block_heavy_imports() -> None:
@@ -149,6 +165,22 @@ def _hello(chan: Channel) -> tuple[str, int]:
     if first.op is not ChildOp.HELLO or not isinstance(first.args.get("nonce"), str):
         raise ProtocolViolation("the session did not start with a hello")
     return first.args["nonce"], first.seq
+
+
+def _failure(exc: Exception, mode: str) -> tuple[str, dict]:
+    """(error text, reply data) for a failed request. Mode triton: a classified candidate fault keeps its
+    status (COMPILE_ERROR / RUNTIME_ERROR) and its trimmed message (no traceback with host paths)."""
+    if mode == "triton":
+        from ptxcore.gpu.child.triton_mode import fault_of
+
+        fault = fault_of(exc)
+        if fault is not None:
+            sys.stderr.write(fault[1] + "\n")
+            sys.stderr.flush()
+            return fault[1], {"fault": fault[0]}
+    sys.stderr.write(traceback.format_exc())
+    sys.stderr.flush()
+    return f"{type(exc).__name__}: {exc}"[:2000], {}
 
 
 def run_session(cmd_fd: int, reply_fd: int, device: int, mode: str) -> int:
@@ -170,8 +202,6 @@ def run_session(cmd_fd: int, reply_fd: int, device: int, mode: str) -> int:
         try:
             chan.send(ChildReply(True, req.seq, nonce, getattr(session, req.op.value)(req.args)).to_wire())
         except Exception as exc:  # noqa: BLE001 - the candidate's fault, reported as a verdict
-            sys.stderr.write(traceback.format_exc())
-            sys.stderr.flush()
-            error = f"{type(exc).__name__}: {exc}"[:2000]
-            chan.send(ChildReply(False, req.seq, nonce, stage=req.op.value, error=error).to_wire())
+            error, data = _failure(exc, mode)
+            chan.send(ChildReply(False, req.seq, nonce, data, stage=req.op.value, error=error).to_wire())
             return 3

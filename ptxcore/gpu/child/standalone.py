@@ -2,21 +2,38 @@
 
 The candidate's process again, but generating its own inputs from a seed with torch (no judge pipe), so
 this module may use the harness's workload generator; `profile` brackets the last call in one NVTX range.
+Variants: a TVM-FFI library (`--library`), or a Triton kernel.py (`--triton-source`, `--triton-cache`: the
+judge session's private Triton cache, so the cubins and autotuning choices of the session are the ones run).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
 
 from ptxcore.gpu.child import driver
 
 NVTX_RANGE = "ptxbench_call"
 
 
+def _candidate(args: argparse.Namespace) -> tuple[Callable, contextlib.AbstractContextManager]:
+    """The candidate's entry point and the stream context its calls run in."""
+    if args.triton_source:
+        from ptxcore.triton.session import TritonSession
+
+        session = TritonSession(Path(args.triton_source), Path(args.triton_cache))
+        return (lambda *argv: session.call(list(argv))), contextlib.nullcontext()  # torch's current stream
+    import tvm_ffi
+
+    driver.preload_global()
+    return tvm_ffi.load_module(args.library)["run"], tvm_ffi.use_torch_stream()
+
+
 def run_standalone(args: argparse.Namespace, profile: bool) -> int:
     """sanitize / profile: generate inputs, call the candidate `calls` times (one NVTX range if profiling)."""
     import torch
-    import tvm_ffi
 
     from ptxcore.gpu.harness.workloads import allocate_outputs, call_args, generate_inputs, resolve_spec
     from ptxcore.problems import get_problem
@@ -26,10 +43,9 @@ def run_standalone(args: argparse.Namespace, profile: bool) -> int:
     torch.cuda.set_device(args.device)
     values = {**generate_inputs(problem, spec, args.seed), **allocate_outputs(spec)}
     torch.cuda.synchronize()
-    driver.preload_global()
-    fn = tvm_ffi.load_module(args.library)["run"]
+    fn, stream = _candidate(args)
     argv = call_args(spec, values)
-    with tvm_ffi.use_torch_stream():
+    with stream:
         for i in range(args.calls):
             if profile and i == args.calls - 1:
                 with torch.cuda.nvtx.range(NVTX_RANGE):

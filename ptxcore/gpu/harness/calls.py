@@ -49,11 +49,12 @@ class CallRecord:
 
 
 class CallFailed(RuntimeError):
-    """The child reported an error for a call (Python exception or CUDA error): a runtime error."""
+    """The child reported an error for a call (Python exception or CUDA error): a runtime error.
+    `fault`: the child's classification of a Triton candidate's fault (COMPILE_ERROR / RUNTIME_ERROR), if any."""
 
-    def __init__(self, record: CallRecord, error: str) -> None:
+    def __init__(self, record: CallRecord, error: str, fault: str | None = None) -> None:
         super().__init__(error)
-        self.record, self.error = record, error
+        self.record, self.error, self.fault = record, error, fault
 
 
 @dataclass
@@ -70,9 +71,13 @@ class CallDriver:
     """Drives one child (candidate or baseline) through the calls of one judgement."""
 
     def __init__(self, child: ChildProcess, state: WorkloadState, slots: list, tol: Tolerance,
-                 flusher, call_timeout_s: float, capacity: int) -> None:  # noqa: ANN001
+                 flusher, call_timeout_s: float, capacity: int,
+                 first_call_timeout_s: float | None = None) -> None:  # noqa: ANN001
+        """`first_call_timeout_s`: the deadline of the session's first call when it differs (a Triton
+        candidate JIT-compiles, and may autotune, inside its first call)."""
         self.child, self.state, self.slots, self.tol = child, state, slots, tol
         self.flusher, self.call_timeout_s = flusher, call_timeout_s
+        self.first_call_timeout_s = first_call_timeout_s
         self.comparator = GpuComparator(capacity)
         self.records: list[CallRecord] = []
         self._last_perm: dict[int, object] = {}
@@ -102,11 +107,14 @@ class CallDriver:
         self.flusher.flush()
         torch.cuda.synchronize()
         t1 = time.perf_counter()
+        timeout_s = self.call_timeout_s
+        if rec.tag == 0 and self.first_call_timeout_s is not None:
+            timeout_s = self.first_call_timeout_s
         reply = self.child.request(ChildOp.CALL, {"slot": trial, "tag": rec.tag},
-                                   f"call {index} of trial {trial}", self.call_timeout_s)
+                                   f"call {index} of trial {trial}", timeout_s)
         t2 = time.perf_counter()
         if not reply.get("ok"):
-            raise CallFailed(rec, reply.get("error", "call failed"))
+            raise CallFailed(rec, reply.get("error", "call failed"), reply.get("fault"))
         self._queue_compare(rec, slot, data, perm)
         self.host_s["harness_prepare"] += t1 - t0
         self.host_s["harness_call_roundtrip"] += t2 - t1
@@ -150,7 +158,8 @@ class CallDriver:
 
     def fetch_timings(self) -> ChildReply:
         reply = self.child.request(ChildOp.TIMINGS, None, "reading CUPTI records", 120.0)
-        by_tag = {c[0]: CallTiming(c[0], c[1], c[2], c[3], tuple(c[4])) for c in reply.get("calls", [])}
+        by_tag = {c[0]: CallTiming(c[0], c[1], c[2], c[3], tuple(c[4]), tuple(c[5]) if len(c) > 5 else ())
+                  for c in reply.get("calls", [])}
         for rec in self.records:
             rec.timing = by_tag.get(rec.tag)
         return reply

@@ -23,6 +23,7 @@ from pathlib import Path
 from ptxcore.arch import Architecture
 from ptxcore.gpu.child.standalone import NVTX_RANGE
 from ptxcore.gpu.harness.isolation import child_env
+from ptxcore.gpu.harness.triton import TritonFiles, candidate_args
 from ptxcore.sass.tools import find_tool
 from ptxcore.schema import StaticTarget, TargetInstruction, TargetInstructionEvidence
 
@@ -105,13 +106,14 @@ def evidence_from_text(text: str, arch: Architecture, returncode: int, tool: str
     )
 
 
-def ncu_command(library: Path, problem: str, workload: str, seed: int, device: int) -> list[str]:
+def ncu_command(library: Path | TritonFiles, problem: str, workload: str, seed: int, device: int) -> list[str]:
+    """`library`: the TVM-FFI build, or a Triton candidate's files (kernel.py + the session's cache)."""
     return [
         find_tool("ncu"), "--replay-mode", "application", "--clock-control", "none",
         "--page", "source", "--print-source", "sass",
         "--metrics", "inst_executed,thread_inst_executed_true",
         "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/", "--nvtx-include", f"{NVTX_RANGE}]",
-        sys.executable, "-m", "ptxcore.gpu.child", "profile", "--library", str(library),
+        sys.executable, "-m", "ptxcore.gpu.child", "profile", *candidate_args(library),
         "--problem", problem, "--workload", workload, "--seed", str(seed), "--device", str(device),
         "--calls", "2",
     ]
@@ -165,11 +167,16 @@ class EvidenceCache:
 
 
 def profile_target(
-    library: Path, problem: str, workload: str, seed: int, device: int, arch: Architecture,
-    timeout_s: float, raw_log: Path | None = None,
+    library: Path | TritonFiles, problem: str, workload: str, seed: int, device: int, arch: Architecture,
+    timeout_s: float, raw_log: Path | None = None, kernel_names: list[str] | None = None,
 ) -> TargetInstructionEvidence:
-    """Run ncu once; `unknown` evidence (never an exception) when it fails."""
+    """Run ncu once; `unknown` evidence (never an exception) when it fails. `kernel_names`: profile only these
+    kernels (a Triton candidate's launched kernels: `--kernel-name regex:^(...)$`)."""
     cmd = ncu_command(library, problem, workload, seed, device)
+    if kernel_names:
+        from ptxcore.triton.evidence import with_kernel_filter
+
+        cmd = with_kernel_filter(cmd, kernel_names)
     with tempfile.TemporaryDirectory(prefix="ptxbench-ncu-") as work:
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=work,

@@ -19,6 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from ptxcore.gpu.harness.isolation import child_env
+from ptxcore.gpu.harness.triton import TritonFiles, candidate_args
 from ptxcore.sass.tools import find_tool
 
 log = logging.getLogger(__name__)
@@ -67,11 +68,13 @@ def trim_report(text: str, limit: int = REPORT_LIMIT_CHARS) -> str:
     return out if len(out) <= limit else out[:limit] + f"\n... [{len(out) - limit} more characters trimmed]"
 
 
-def memcheck_command(library: Path, problem: str, workload: str, seed: int, device: int, calls: int) -> list[str]:
+def memcheck_command(library: Path | TritonFiles, problem: str, workload: str, seed: int, device: int,
+                     calls: int) -> list[str]:
+    """`library`: the TVM-FFI build, or a Triton candidate's files (kernel.py + the session's cache)."""
     return [
         find_tool("compute-sanitizer"), "--tool", "memcheck", "--error-exitcode", str(ERROR_EXIT_CODE),
         "--print-limit", "20", "--show-backtrace", "device",
-        sys.executable, "-m", "ptxcore.gpu.child", "sanitize", "--library", str(library),
+        sys.executable, "-m", "ptxcore.gpu.child", "sanitize", *candidate_args(library),
         "--problem", problem, "--workload", workload, "--seed", str(seed), "--device", str(device),
         "--calls", str(calls),
     ]

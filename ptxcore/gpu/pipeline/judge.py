@@ -1,6 +1,11 @@
 """The judge: build (or reuse the CPU stage's build) -> library check -> correctness -> memcheck gate ->
 verified timing -> target-instruction check, assembled into a JudgeResult.
 
+One judge for both languages: a Triton candidate (`language=triton`) is validated again here (the CPU stage's
+rules), written into a private workspace with its own Triton cache (never imported in this process), and judged
+by the same session in the child's mode triton: same correctness, memcheck and CUPTI timing, the foreign-kernel
+rule instead of the mapped-library rule, evidence from the cubins its calls launched (pipeline.triton).
+
 `GpuJudge` keeps workload state (inputs and reference outputs on the GPU) and reference latencies between
 candidates; the profiling service runs one GpuJudge per GPU and calls its public stage methods
 (`judge`, `sanitize_only`, `profile_only`, `workload_state`, `resident_bytes`, ...).
@@ -15,17 +20,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ptxcore.arch import Architecture
-from ptxcore.compile import BuildOptions, CompileCache, CompiledCandidate, compile_candidate
+from ptxcore.compile import BuildOptions, CompileCache, CompiledCandidate, build_candidate, compile_candidate
 from ptxcore.compile.cache import file_sha256
 from ptxcore.gpu.config import JudgeConfig
 from ptxcore.gpu.errors import ArchitectureMismatchError, InfraError, NoGPUError
 from ptxcore.gpu.harness.calls import Tolerance
 from ptxcore.gpu.harness.deps import ElfError, needed_libraries
 from ptxcore.gpu.harness.state import WorkloadState
+from ptxcore.gpu.harness.triton import TritonFiles
 from ptxcore.gpu.pipeline.caches import JsonCache
 from ptxcore.gpu.pipeline.result import ResultBuilder
 from ptxcore.gpu.pipeline.session import CandidateSession, SessionOutcome, SessionPlan
 from ptxcore.gpu.pipeline.tools import ToolStages
+from ptxcore.gpu.pipeline.triton import (
+    NOT_PASSED,
+    not_profiled,
+    triton_evidence,
+    triton_memcheck,
+    triton_profile_only,
+    triton_sanitize_only,
+)
 from ptxcore.gpu.probe import gpu_available
 from ptxcore.problems import Problem
 from ptxcore.schema import (
@@ -35,6 +49,7 @@ from ptxcore.schema import (
     EvaluationStatus,
     JudgeCorrectness,
     JudgeResult,
+    Language,
     Performance,
     text_sha256,
 )
@@ -136,12 +151,16 @@ class GpuJudge:
         c = self.config
         return SessionPlan(mode, load, c.trials, c.warmup, c.iters, c.permute_inputs, self.tolerance(problem),
                            c.call_timeout_s, c.startup_timeout_s, c.throttle_retries, c.device, needed,
-                           enforce_rules=mode == "ffi")
+                           enforce_rules=mode in ("ffi", "triton"))
 
     # ---- the build -------------------------------------------------------------------------
-    def build(self, source: str, arch: Architecture, compiled: CompiledCandidate | None = None) -> CompiledCandidate:
+    def build(self, source: str, arch: Architecture, compiled: CompiledCandidate | None = None,
+              language: Language | str = Language.CUDA) -> CompiledCandidate:
         """The CPU stage's build when it verifies (same source, artifact file hash as recorded), else a build
-        through this judge's content-addressed cache (a hit when the CPU stage used the same cache)."""
+        through this judge's content-addressed cache (a hit when the CPU stage used the same cache). Triton: the
+        validator runs again (never trusting a CPU stage's result), nothing is built here."""
+        if Language(language) is not Language.CUDA:
+            return build_candidate(source, BuildOptions(arch), language=language)
         if compiled is not None and _reusable(compiled, source):
             return compiled
         if compiled is not None:
@@ -150,13 +169,14 @@ class GpuJudge:
         return compile_candidate(source, BuildOptions(arch, timeout_s=self.config.build_timeout_s), self.compile_cache)
 
     def _built(self, source: str, problem: Problem, arch: Architecture, workload_uuid: str | None,
-               compiled: CompiledCandidate | None) -> tuple[ResultBuilder, CompiledCandidate | None, JudgeResult | None]:
+               compiled: CompiledCandidate | None, language: Language | str = Language.CUDA,
+               ) -> tuple[ResultBuilder, CompiledCandidate | None, JudgeResult | None]:
         """(builder, build, early result): the early result is the verdict of a kernel that did not build."""
         if not gpu_available():
             raise NoGPUError("no NVIDIA GPU is available on this machine")
         r = ResultBuilder(problem.name, problem.workload(workload_uuid).uuid, arch.key)
         t0 = time.monotonic()
-        built = self.build(source, arch, compiled)
+        built = self.build(source, arch, compiled, language)
         r.stage("build", time.monotonic() - t0)
         r.compile, r.sass = built.result, built.sass
         verdict = built.result.verdict
@@ -167,30 +187,40 @@ class GpuJudge:
 
     # ---- the judgement ----------------------------------------------------------------------
     def judge(self, source: str, problem: Problem, arch: Architecture, workload_uuid: str | None = None,
-              compiled: CompiledCandidate | None = None) -> JudgeResult:
+              compiled: CompiledCandidate | None = None, language: Language | str = Language.CUDA) -> JudgeResult:
         with self._lock:
-            r, built, early = self._built(source, problem, arch, workload_uuid, compiled)
+            r, built, early = self._built(source, problem, arch, workload_uuid, compiled, language)
             if early is not None:
                 return early
+            stages = self._judge_triton if Language(language) is Language.TRITON else self._judge_built
             try:
-                return self._judge_built(built, source, problem, arch, r)
+                return stages(built, source, problem, arch, r)
             except InfraError as exc:
                 log.error("infrastructure error judging %s: %s", problem.name, exc)
                 return r.finish(EvaluationStatus.INFRA_ERROR, str(exc)[:1000])
 
-    def _judge_built(self, compiled: CompiledCandidate, source: str, problem: Problem, arch: Architecture,
-                     r: ResultBuilder) -> JudgeResult:
+    def _gpu_for(self, problem: Problem, arch: Architecture, r: ResultBuilder) -> GpuContext:
         gpu = self.gpu()
         r.environment = gpu.environment(self._baseline_version(problem))
         _check_arch(arch, gpu.capability)
-        try:
-            needed = tuple(needed_libraries(compiled.artifact))
-        except (ElfError, OSError) as exc:
-            raise InfraError(f"cannot read the built shared object: {exc}") from exc
+        return gpu
+
+    def _workload(self, problem: Problem, gpu: GpuContext, r: ResultBuilder):  # noqa: ANN202
+        """(workload state, reference latency) of the judgement's workload."""
         t0 = time.monotonic()
         state = self.workload_state(problem, r.workload)
         ref = self._reference(state, problem, gpu)
         r.stage("workload_and_reference", time.monotonic() - t0)
+        return state, ref
+
+    def _judge_built(self, compiled: CompiledCandidate, source: str, problem: Problem, arch: Architecture,
+                     r: ResultBuilder) -> JudgeResult:
+        gpu = self._gpu_for(problem, arch, r)
+        try:
+            needed = tuple(needed_libraries(compiled.artifact))
+        except (ElfError, OSError) as exc:
+            raise InfraError(f"cannot read the built shared object: {exc}") from exc
+        state, ref = self._workload(problem, gpu, r)
         plan = self.plan(problem, "ffi", {"mode": "ffi", "library": str(compiled.artifact)}, needed)
         from ptxcore.gpu.child.driver import reset_persisting_l2
 
@@ -201,13 +231,36 @@ class GpuJudge:
         if out.verdict is not None:
             return r.finish(out.verdict.status, out.verdict.reason, log=out.log,
                             target=self.tools.static_only(compiled, "the candidate did not pass"))
-        if out.latency_ms <= 0:
-            raise InfraError("CUPTI recorded no kernel time for a correct candidate")
-        r.performance = Performance(latency_ms=out.latency_ms, reference_latency_ms=ref.latency_ms,
-                                    speedup_factor=ref.latency_ms / out.latency_ms)
+        _performance(r, out, ref)
         t0 = time.monotonic()
         target = self.tools.evidence(compiled, source, problem, r.workload, arch)
         r.stage("ncu", time.monotonic() - t0)
+        return r.finish(EvaluationStatus.PASSED, "", target=target)
+
+    def _judge_triton(self, checked: CompiledCandidate, source: str, problem: Problem, arch: Architecture,
+                      r: ResultBuilder) -> JudgeResult:
+        """A validated Triton kernel.py: the session in mode triton on a private workspace, then its evidence."""
+        gpu = self._gpu_for(problem, arch, r)
+        state, ref = self._workload(problem, gpu, r)
+        sha = checked.result.source_sha256
+        with TritonFiles.create(source) as files:
+            from ptxcore.gpu.child.driver import reset_persisting_l2
+
+            reset_persisting_l2()
+            session = CandidateSession(self.plan(problem, "triton", files.load_message()), state, gpu.flusher,
+                                       gpu.monitor)
+            gate = lambda: triton_memcheck(self.tools, files, session.out.launches, sha, problem,  # noqa: E731
+                                           r.workload, r)
+            out = session.run(gate if self.config.sanitizer else None)
+            _record_session(r, out)
+            if out.verdict is not None:
+                if out.verdict.status is EvaluationStatus.COMPILE_ERROR:
+                    r.correctness = None  # a later specialisation failed to compile: the turn's verdict is that
+                return r.finish(out.verdict.status, out.verdict.reason, log=out.log, target=not_profiled(NOT_PASSED))
+            _performance(r, out, ref)
+            t0 = time.monotonic()
+            target = triton_evidence(self.tools, files, out.launches, sha, problem, r.workload, arch, r)
+            r.stage("ncu", time.monotonic() - t0)
         return r.finish(EvaluationStatus.PASSED, "", target=target)
 
     def _reference(self, state: WorkloadState, problem: Problem, gpu: GpuContext):  # noqa: ANN202
@@ -219,25 +272,34 @@ class GpuJudge:
 
     # ---- tool-only stages (the profiling service's /sanitize and /profile) --------------------
     def sanitize_only(self, source: str, problem: Problem, arch: Architecture, workload_uuid: str | None = None,
-                      compiled: CompiledCandidate | None = None) -> JudgeResult:
+                      compiled: CompiledCandidate | None = None, language: Language | str = Language.CUDA,
+                      ) -> JudgeResult:
         """The memcheck gate alone: SANITIZE_CLEAN, or the verdict memcheck reached."""
         with self._lock:
-            r, built, early = self._built(source, problem, arch, workload_uuid, compiled)
+            r, built, early = self._built(source, problem, arch, workload_uuid, compiled, language)
             if early is not None:
                 return early
-            verdict = self.tools.memcheck(built, problem, r.workload, r)
+            if Language(language) is Language.TRITON:
+                verdict = triton_sanitize_only(self.tools, source, built.result.source_sha256, problem, r.workload, r)
+            else:
+                verdict = self.tools.memcheck(built, problem, r.workload, r)
             if verdict is not None:
                 return r.finish(verdict.status, verdict.reason)
             return r.finish(EvaluationStatus.SANITIZE_CLEAN, "sanitize only: memcheck clean; correctness not judged")
 
     def profile_only(self, source: str, problem: Problem, arch: Architecture, workload_uuid: str | None = None,
-                     compiled: CompiledCandidate | None = None) -> JudgeResult:
+                     compiled: CompiledCandidate | None = None, language: Language | str = Language.CUDA,
+                     ) -> JudgeResult:
         """The target-instruction check alone (ncu failure: unknown): PROFILED."""
         with self._lock:
-            r, built, early = self._built(source, problem, arch, workload_uuid, compiled)
+            r, built, early = self._built(source, problem, arch, workload_uuid, compiled, language)
             if early is not None:
                 return early
-            target = self.tools.evidence(built, source, problem, r.workload, arch)
+            if Language(language) is Language.TRITON:
+                target = triton_profile_only(self.tools, source, built.result.source_sha256, problem, r.workload,
+                                             arch, r)
+            else:
+                target = self.tools.evidence(built, source, problem, r.workload, arch)
             return r.finish(EvaluationStatus.PROFILED, "profile only: target-instruction check; correctness not "
                             "judged", target=target)
 
@@ -257,6 +319,13 @@ def _check_arch(arch: Architecture, capability: tuple[int, int]) -> None:
         have = f"sm_{capability[0]}{capability[1]}"
         raise ArchitectureMismatchError(
             f"candidate targets {arch.sm} ({arch.key}) but this GPU is {have}: it needs a {arch.key} host")
+
+
+def _performance(r: ResultBuilder, out: SessionOutcome, ref) -> None:  # noqa: ANN001 - reference latency
+    if out.latency_ms <= 0:
+        raise InfraError("CUPTI recorded no kernel time for a correct candidate")
+    r.performance = Performance(latency_ms=out.latency_ms, reference_latency_ms=ref.latency_ms,
+                                speedup_factor=ref.latency_ms / out.latency_ms)
 
 
 def _record_session(r: ResultBuilder, out: SessionOutcome) -> None:

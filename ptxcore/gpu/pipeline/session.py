@@ -1,7 +1,10 @@
 """One child session on one workload: correctness calls, the memcheck gate, verified timed trials.
 
-Used for candidates (mode "ffi") and for the trusted baseline (mode "baseline"). Everything the child
-can do wrong comes back as a Verdict; only our own failures raise InfraError.
+Used for candidates (mode "ffi": a TVM-FFI build; mode "triton": a Triton kernel.py) and for the trusted
+baseline (mode "baseline"). Everything the child can do wrong comes back as a Verdict; only our own failures
+raise InfraError. Mode triton differs in three places: the first call gets the start-up deadline (Triton
+compiles in it), the library rule is the foreign-kernel rule (torch maps cuBLAS/cuDNN into every Triton
+child), and a Triton compile error reported by the child is COMPILE_ERROR.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ptxcore.gpu.messages import ChildOp
 from ptxcore.gpu.pipeline.verdicts import (
     Verdict,
     correctness_verdict,
+    foreign_kernel_verdict,
     library_verdict,
     stream_verdict,
     timing_verdict,
@@ -50,6 +54,8 @@ class SessionOutcome:
     env_streams: list[int] = field(default_factory=list)
     all_calls: list[CallRecord] = field(default_factory=list)
     l2_resets: int = 0
+    launches: dict = field(default_factory=dict)
+    """Mode triton: the child's launch report of the recorded first calls (empty otherwise)."""
 
     @property
     def kernel_seconds(self) -> float:
@@ -59,7 +65,7 @@ class SessionOutcome:
 
 @dataclass(frozen=True)
 class SessionPlan:
-    mode: str  # "ffi" | "baseline"
+    mode: str  # "ffi" | "triton" | "baseline"
     load: dict
     trials: int
     warmup: int
@@ -100,7 +106,7 @@ class CandidateSession:
             self.out.verdict = Verdict(EvaluationStatus.REWARD_HACK, f"forged the judge's channel: {exc}")
             self.out.log = exc.log_tail
         except CallFailed as exc:
-            self.out.verdict = Verdict(EvaluationStatus.RUNTIME_ERROR, _call_error(exc))
+            self.out.verdict = self._failed(exc)
             self.out.log = child.log_tail() if child else ""
         finally:
             if child is not None:
@@ -112,10 +118,12 @@ class CandidateSession:
     def _drive(self, child: ChildProcess, slots: list, gate, started: float) -> Verdict | None:  # noqa: ANN001
         reply = child.request(ChildOp.LOAD, self.plan.load, "loading the module", self.plan.startup_timeout_s)
         if not reply.get("ok"):
-            raise CallFailed(CallRecord(None, "load", 0, None), reply.get("error", "load failed"))
+            raise CallFailed(CallRecord(None, "load", 0, None), reply.get("error", "load failed"), reply.get("fault"))
         capacity = 2 * len(self.state.spec.outputs) * (
             self.plan.trials * (1 + (self.plan.warmup + self.plan.iters) * (self.plan.throttle_retries + 1)))
-        proto = CallDriver(child, self.state, slots, self.plan.tol, self.flusher, self.plan.call_timeout_s, capacity)
+        first = self.plan.startup_timeout_s if self.plan.mode == "triton" else None
+        proto = CallDriver(child, self.state, slots, self.plan.tol, self.flusher, self.plan.call_timeout_s, capacity,
+                           first_call_timeout_s=first)
         proto.bind()
         verdict = self._correctness(child, proto)
         self.out.stage_seconds["correctness"] = time.monotonic() - started
@@ -141,6 +149,8 @@ class CandidateSession:
         reply = proto.fetch_timings()
         self.out.correctness, self.out.env_streams = recs, reply.get("env_streams", [])
         self.out.all_calls = list(recs)
+        if self.plan.mode == "triton":
+            self.out.launches = _launch_report(child, self.plan.call_timeout_s)
         return self._rules(child, recs) or correctness_verdict(recs, self.plan.tol) or self._work(recs)
 
     def _timing(self, child: ChildProcess, proto: CallDriver) -> Verdict | None:
@@ -159,14 +169,35 @@ class CandidateSession:
             return None
         if recs and all(r.timing is not None and r.timing.records == 0 for r in recs):
             raise InfraError("CUPTI recorded no GPU activity for any call (profiling unavailable?)")
+        if self.plan.mode == "triton":
+            return foreign_kernel_verdict(recs, set(self.out.launches.get("kernels", []))) or stream_verdict(recs)
         return library_verdict(child.mapped_libraries(), list(self.plan.needed)) or stream_verdict(recs)
 
     def _work(self, recs: list[CallRecord]) -> Verdict | None:
         return work_verdict(recs) if self.plan.enforce_rules else None
 
+    def _failed(self, exc: CallFailed) -> Verdict:
+        """RUNTIME_ERROR, or COMPILE_ERROR with Triton's trimmed message when a Triton child classified it so."""
+        if self.plan.mode == "triton" and exc.fault == EvaluationStatus.COMPILE_ERROR.value:
+            return Verdict(EvaluationStatus.COMPILE_ERROR, exc.error)
+        return Verdict(EvaluationStatus.RUNTIME_ERROR, _call_error(exc))
+
+
+def _launch_report(child: ChildProcess, timeout_s: float) -> dict:
+    """The Triton launch report, reduced to well-typed fields (it comes from the candidate's process)."""
+    reply = child.request(ChildOp.LAUNCHES, None, "reading the Triton launch report", timeout_s)
+    if not reply.get("ok"):
+        raise CallFailed(CallRecord(None, "launches", 0, None), reply.get("error", "no launch report"))
+    kernels = reply.get("kernels")
+    steady = reply.get("steady")
+    per_call = reply.get("per_call")
+    return {"kernels": [k for k in kernels if isinstance(k, str)] if isinstance(kernels, list) else [],
+            "steady": [r for r in steady if isinstance(r, dict)] if isinstance(steady, list) else [],
+            "per_call": per_call if isinstance(per_call, list) else []}
+
 
 def _call_error(exc: CallFailed) -> str:
     rec = exc.record
-    where = "loading the module" if rec.phase == "load" else (
-        "mapping buffers" if rec.phase == "bind" else f"{rec.phase} call {rec.index} of trial {rec.trial}")
+    fixed = {"load": "loading the module", "bind": "mapping buffers", "launches": "reading the launch report"}
+    where = fixed.get(rec.phase, f"{rec.phase} call {rec.index} of trial {rec.trial}")
     return f"error while {where}: {exc.error}"

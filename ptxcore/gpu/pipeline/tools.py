@@ -39,11 +39,17 @@ class ToolStages:
         c, res = self.config, compiled.result
         key = cache_key("memcheck-v1", res.source_sha256, res.cubin_sha256, problem.name, workload,
                         str(c.sanitizer_calls))
+        return self.memcheck_run(key, compiled.artifact, problem, workload, result)
+
+    def memcheck_run(self, key: str, candidate, problem: Problem, workload: str,  # noqa: ANN001
+                     result) -> Verdict | None:  # noqa: ANN001
+        """memcheck of `candidate` (a built library, or a Triton candidate's TritonFiles), cached under `key`."""
+        c = self.config
         hit = self.memcheck_cache.get(key)
         if hit is not None:
             result.sanitizer = SanitizerSummary.model_validate(hit["summary"])
             return None if hit["outcome"] == "clean" else Verdict(EvaluationStatus.RUNTIME_ERROR, hit["reason"])
-        cmd = memcheck_command(compiled.artifact, problem.name, workload, problem.extension.seed + TOOL_SEED_OFFSET,
+        cmd = memcheck_command(candidate, problem.name, workload, problem.extension.seed + TOOL_SEED_OFFSET,
                                c.device, c.sanitizer_calls)
         runs = run_memcheck(cmd, c.sanitizer_timeout_s, c.sanitizer_max_runs)
         last = runs[-1]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ptxcore.gpu.harness.calls import CallRecord, Tolerance
 from ptxcore.gpu.harness.deps import forbidden_library
 from ptxcore.schema import EvaluationStatus
+from ptxcore.triton.evidence import foreign_kernels
 
 
 @dataclass(frozen=True)
@@ -94,4 +95,22 @@ def library_verdict(mapped: list[str], needed: list[str]) -> Verdict | None:
     if hit:
         return Verdict(EvaluationStatus.REJECTED,
                        f"forbidden library use: {hit[0]} ({hit[1]} was loaded into the candidate's process)")
+    return None
+
+
+def foreign_kernel_verdict(records: list[CallRecord], launched: set[str] | list[str]) -> Verdict | None:
+    """Triton candidates (where torch, and with it cuBLAS/cuDNN, is mapped anyway): every kernel CUPTI saw in a
+    call must be a Triton kernel the session recorded the candidate launching; anything else is compute done
+    outside Triton (a torch operator or library fallback the static rules missed) -> REJECTED. The session's
+    first call (tag 0) is exempt: Triton compiles there and its autotuner benchmarks configurations with torch
+    helpers (a cache-clearing fill); its outputs are still checked like every other call's."""
+    for rec in records:
+        if rec.timing is None or rec.tag in (None, 0):
+            continue
+        foreign = foreign_kernels(rec.timing.kernel_names, launched)
+        if foreign:
+            names = ", ".join(n[:80] for n in foreign[:3])
+            return Verdict(EvaluationStatus.REJECTED,
+                           f"GPU work outside Triton: {names} ran during {_where(rec)} but is not a Triton kernel the "
+                           "candidate launched (torch or library compute is forbidden)")
     return None

@@ -101,10 +101,12 @@ class ProfilerClient:
     # -- one call each (no retries) --------------------------------------------------------------------
 
     def submit(self, source: str, problem: str, arch: str = "hopper", *, kind: str = "evaluate",
-               workload_uuid: str | None = None, timeout_s: float | None = None, client_tag: str = "") -> str:
-        """Submit; returns the task id."""
+               workload_uuid: str | None = None, timeout_s: float | None = None, client_tag: str = "",
+               language: str = "cuda") -> str:
+        """Submit; returns the task id. `language`: cuda (kernel.cu) or triton (kernel.py); sent when not cuda
+        (the service's default), so a CUDA request is the same as before the field existed."""
         body = {"definition": problem, "source": source, "arch": arch, "workload_uuid": workload_uuid,
-                "timeout_s": timeout_s, "client_tag": client_tag}
+                "timeout_s": timeout_s, "client_tag": client_tag, "language": None if language == "cuda" else language}
         return self._call("POST", f"/{kind}", json={k: v for k, v in body.items() if v is not None})["task_id"]
 
     def submit_batch(self, items: list[dict[str, Any]]) -> list[str]:
@@ -151,7 +153,8 @@ class ProfilerClient:
                 return status
 
     def evaluate(self, source: str, problem: str, arch: str = "hopper", *, kind: str = "evaluate",
-                 workload_uuid: str | None = None, timeout_s: float | None = None, client_tag: str = "") -> JudgeResult:
+                 workload_uuid: str | None = None, timeout_s: float | None = None, client_tag: str = "",
+                 language: str = "cuda") -> JudgeResult:
         """Submit and wait; retries infrastructure failures (resubmitting), returns the verdict."""
         last: JudgeResult | None = None
         reasons: list[str] = []
@@ -160,7 +163,7 @@ class ProfilerClient:
                 time.sleep(self.backoff_s * 2 ** (attempt - 1))
             try:
                 task_id = self.submit(source, problem, arch, kind=kind, workload_uuid=workload_uuid,
-                                      timeout_s=timeout_s, client_tag=client_tag)
+                                      timeout_s=timeout_s, client_tag=client_tag, language=language)
                 return self._verdict(self.wait(task_id))
             except ProfilerUnavailable as exc:
                 last = exc.last_result or last

@@ -51,7 +51,7 @@ class JudgeRunner:
             self.judge.use_reference_cache(Path(tempfile.mkdtemp(prefix="ref-", dir=self.work_dir)))
         stage = {TaskKind.EVALUATE: self.judge.judge, TaskKind.SANITIZE: self.judge.sanitize_only,
                  TaskKind.PROFILE: self.judge.profile_only}[item.kind]
-        return stage(item.source, problem, arch, workload_uuid=item.workload_uuid or None)
+        return stage(item.source, problem, arch, workload_uuid=item.workload_uuid or None, language=item.language)
 
     # -- health ----------------------------------------------------------------------------------------
 

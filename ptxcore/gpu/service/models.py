@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
-from ptxcore.schema import FrozenModel, JudgeResult, Solution
+from ptxcore.schema import FrozenModel, JudgedLanguage, JudgeResult, Language, Solution
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
 """Definition and architecture names: no slashes, no `..` prefix; never used as paths anyway."""
@@ -141,12 +141,15 @@ class ServiceStatus(StrEnum):
 
 class SubmitRequest(FrozenModel):
     """POST /evaluate, /sanitize, /profile. The candidate comes as text: either `source` or a
-    FlashInfer-Trace `solution` with exactly one CUDA source file. No field is ever used as a path."""
+    FlashInfer-Trace `solution` with exactly one source file (`name.cu` for CUDA, `name.py` for Triton, its
+    spec.language equal to `language`). No field is ever used as a path."""
 
     definition: str = Field(pattern=NAME_PATTERN)
     """Problem name (must be in the service's catalog)."""
     source: SourceText | None = None
-    """Candidate .cu text."""
+    """Candidate text: kernel.cu (CUDA) or kernel.py (Triton)."""
+    language: JudgedLanguage = Language.CUDA
+    """What the candidate is written in: cuda or triton."""
     solution: Solution | None = None
     """Alternatively a FlashInfer-Trace Solution (its single source file's text is used)."""
     arch: str = Field(default="hopper", pattern=NAME_PATTERN)
@@ -169,11 +172,14 @@ class SubmitRequest(FrozenModel):
             files = self.solution.sources
             if len(files) != 1:
                 raise ValueError("a solution must hold exactly one source file")
-            path = files[0].path
-            if "/" in path or "\\" in path or path.startswith(".") or not path.endswith(".cu"):
-                raise ValueError(f"solution source path must be a plain `name.cu`, got {path!r}")
+            path, suffix = files[0].path, "." + self.language.source_file.rsplit(".", 1)[1]
+            if "/" in path or "\\" in path or path.startswith(".") or not path.endswith(suffix):
+                raise ValueError(f"solution source path must be a plain `name{suffix}`, got {path!r}")
             if self.solution.definition != self.definition:
                 raise ValueError("solution.definition differs from definition")
+            if self.solution.spec.language is not self.language:
+                raise ValueError(f"solution.spec.language {self.solution.spec.language.value!r} differs from "
+                                 f"language {self.language.value!r}")
         return self
 
     def source_text(self) -> str:
@@ -253,6 +259,8 @@ class TaskView(FrozenModel):
     """Architecture key."""
     source_sha256: str
     """Candidate identity."""
+    language: Language = Language.CUDA
+    """The candidate's language (cuda, triton)."""
     client_tag: str = ""
     """Client's label."""
     timeout_s: float = 0.0
@@ -294,6 +302,8 @@ class WorkItem(FrozenModel):
     """Candidate text."""
     source_sha256: str
     """Its hash."""
+    language: Language = Language.CUDA
+    """The candidate's language: the worker judges it with `language=` (cuda, triton)."""
     timeout_s: float
     """Wall-clock limit for the attempt, seconds."""
     attempt: int = 1

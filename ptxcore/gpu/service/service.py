@@ -146,7 +146,8 @@ class ProfilerService:
             raise Busy(f"queue full ({self.config.max_pending} pending); retry later")
         sha = self.workdir.write_source(source)
         view = self.store.create(kind=kind, definition=problem.name, workload_uuid=workload_uuid, arch=arch,
-                                 source_sha256=sha, client_tag=req.client_tag, timeout_s=timeout_s)
+                                 source_sha256=sha, client_tag=req.client_tag, timeout_s=timeout_s,
+                                 language=req.language)
         self._enqueue(view, attempt=1, excluded=frozenset())
         return SubmitResponse(task_id=view.task_id, state=TaskState.PENDING, source_sha256=sha)
 
@@ -225,7 +226,7 @@ class ProfilerService:
         return WorkItem(task_id=view.task_id, kind=view.kind, definition=view.definition,
                         workload_uuid=view.workload_uuid, arch=view.arch,
                         source=self.workdir.read_source(view.source_sha256), source_sha256=view.source_sha256,
-                        timeout_s=view.timeout_s, attempt=task.attempt)
+                        language=view.language, timeout_s=view.timeout_s, attempt=task.attempt)
 
     def finish(self, task: QueuedTask, decision: Decision, attempt: AttemptRecord) -> None:
         if decision.action is Action.SCORE:
@@ -256,6 +257,6 @@ class ProfilerService:
                   "no GPU of this service has that much")
         item = WorkItem(task_id=view.task_id, kind=view.kind, definition=view.definition, arch=view.arch,
                         workload_uuid=view.workload_uuid, source="-", source_sha256=view.source_sha256,
-                        timeout_s=view.timeout_s)
+                        language=view.language, timeout_s=view.timeout_s)
         self.store.fail(task.task_id, None, verdict_result(item, EvaluationStatus.INFRA_ERROR, reason), reason)
         self.waiters.notify(task.task_id)

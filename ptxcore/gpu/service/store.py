@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 
 from ptxcore.gpu.service.models import AttemptRecord, TaskKind, TaskState, TaskView
-from ptxcore.schema import JudgeResult
+from ptxcore.schema import JudgeResult, Language
 
 LOST_MESSAGE = "lost: the profiling service stopped while this task was running; its result is unknown; resubmit"
 
@@ -39,15 +39,18 @@ CREATE TABLE IF NOT EXISTS tasks (
   queue_s REAL,
   service_s REAL,
   result_json TEXT,
-  error TEXT NOT NULL DEFAULT ''
+  error TEXT NOT NULL DEFAULT '',
+  language TEXT NOT NULL DEFAULT 'cuda'
 );
 CREATE INDEX IF NOT EXISTS tasks_state ON tasks(state);
 """
 
 _COLUMNS = (
     "task_id, kind, state, definition, workload_uuid, arch, source_sha256, client_tag, timeout_s, gpu, "
-    "attempts_json, created_at, started_at, finished_at, queue_s, service_s, result_json, error"
+    "attempts_json, created_at, started_at, finished_at, queue_s, service_s, result_json, error, language"
 )
+_ADDED_COLUMNS = {"language": "TEXT NOT NULL DEFAULT 'cuda'"}
+"""Columns added after the first release: a store written before them gains them on open (tasks then: cuda)."""
 
 
 class TaskStore:
@@ -59,21 +62,25 @@ class TaskStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_DDL)
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(tasks)")}
+        for name, decl in _ADDED_COLUMNS.items():
+            if name not in have:
+                self._db.execute(f"ALTER TABLE tasks ADD COLUMN {name} {decl}")
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
     def create(self, *, kind: TaskKind, definition: str, workload_uuid: str, arch: str,
-               source_sha256: str, client_tag: str, timeout_s: float) -> TaskView:
+               source_sha256: str, client_tag: str, timeout_s: float, language: Language = Language.CUDA) -> TaskView:
         task_id = uuid.uuid4().hex
         now = time.time()
         with self._lock:
             self._db.execute(
                 "INSERT INTO tasks (task_id, kind, state, definition, workload_uuid, arch, source_sha256, "
-                "client_tag, timeout_s, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "client_tag, timeout_s, created_at, language) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (task_id, kind.value, TaskState.PENDING.value, definition, workload_uuid, arch,
-                 source_sha256, client_tag, timeout_s, now),
+                 source_sha256, client_tag, timeout_s, now, Language(language).value),
             )
         return self.get(task_id)
 
@@ -163,10 +170,11 @@ class TaskStore:
 
 def _view(row: tuple) -> TaskView:
     (task_id, kind, state, definition, workload_uuid, arch, sha, tag, timeout_s, gpu, attempts,
-     created, started, finished, queue_s, service_s, result, error) = row
+     created, started, finished, queue_s, service_s, result, error, language) = row
     return TaskView(
         task_id=task_id, kind=TaskKind(kind), state=TaskState(state), definition=definition,
-        workload_uuid=workload_uuid, arch=arch, source_sha256=sha, client_tag=tag, timeout_s=timeout_s, gpu=gpu,
+        workload_uuid=workload_uuid, arch=arch, source_sha256=sha, language=Language(language), client_tag=tag,
+        timeout_s=timeout_s, gpu=gpu,
         attempts=[AttemptRecord.model_validate(a) for a in json.loads(attempts)],
         created_at=created, started_at=started, finished_at=finished, queue_s=queue_s, service_s=service_s,
         result=JudgeResult.model_validate_json(result) if result else None, error=error,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ptxcore.schema import Language
+
 if TYPE_CHECKING:
     from ptxcore.arch import Architecture
     from ptxcore.compile import CompiledCandidate
@@ -19,7 +21,8 @@ class LocalGpuJudge:
         self.config = config
 
     def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate | None = None,
-              workload_uuid: str | None = None) -> JudgeResult:
+              workload_uuid: str | None = None, *, language: Language = Language.CUDA) -> JudgeResult:
         from ptxcore.gpu import judge_candidate
 
-        return judge_candidate(source, problem, arch, self.config, workload_uuid=workload_uuid, compiled=compiled)
+        return judge_candidate(source, problem, arch, self.config, workload_uuid=workload_uuid, compiled=compiled,
+                               language=language)

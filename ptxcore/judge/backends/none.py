@@ -1,8 +1,9 @@
-"""No GPU judge: the CPU stages (source check, compile, static SASS) and nothing invented.
+"""No GPU judge: the CPU stages (source check, compile, static SASS; for Triton the static validator) and
+nothing invented.
 
-The only producer of NOT_EVALUATED: a compiled candidate gets that explicit status with no correctness or
-timing; REJECTED and COMPILE_ERROR stay final verdicts; the target instruction is what the static SASS
-proves (absent) or unknown.
+The only producer of NOT_EVALUATED: a candidate that passed its CPU stage gets that explicit status with no
+correctness or timing; REJECTED and COMPILE_ERROR stay final verdicts; the target instruction is what the
+static SASS proves (absent) or unknown (always unknown for Triton: its cubins exist only on a GPU host).
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ptxcore.compile import BuildOptions, CompileCache, CompiledCandidate, compile_candidate
-from ptxcore.schema import EvaluationStatus, JudgeResult, TargetInstructionEvidence
+from ptxcore.compile import BuildOptions, CompileCache, CompiledCandidate, build_candidate
+from ptxcore.schema import EvaluationStatus, JudgeResult, Language, TargetInstructionEvidence
 
 if TYPE_CHECKING:
     from ptxcore.arch import Architecture
@@ -31,10 +32,10 @@ class NoGpuJudge:
         self.config = config
 
     def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate | None = None,
-              workload_uuid: str | None = None) -> JudgeResult:
+              workload_uuid: str | None = None, *, language: Language = Language.CUDA) -> JudgeResult:
         started = time.monotonic()
         if compiled is None:
-            compiled = self._compile(source, arch)
+            compiled = self._compile(source, arch, language)
         res = compiled.result
         status = res.verdict or EvaluationStatus.NOT_EVALUATED
         reason = res.reason if res.verdict is not None else self.reason
@@ -47,15 +48,16 @@ class NoGpuJudge:
             log=res.log if status is EvaluationStatus.COMPILE_ERROR else "",
         )
 
-    def _compile(self, source: str, arch: Architecture) -> CompiledCandidate:
+    def _compile(self, source: str, arch: Architecture, language: Language) -> CompiledCandidate:
         from ptxcore.gpu.config import JudgeConfig
 
         cfg = self.config or JudgeConfig()
-        return compile_candidate(source, BuildOptions(arch, timeout_s=cfg.build_timeout_s),
-                                 CompileCache(cfg.cache_root() / "compile"))
+        return build_candidate(source, BuildOptions(arch, timeout_s=cfg.build_timeout_s),
+                               CompileCache(cfg.cache_root() / "compile"), language=language)
 
 
 def cpu_stages(source: str, problem: Problem, arch: Architecture, config: JudgeConfig | None = None,
-               workload_uuid: str | None = None) -> JudgeResult:
+               workload_uuid: str | None = None, language: Language = Language.CUDA) -> JudgeResult:
     """What a machine without a GPU can say about a candidate."""
-    return NoGpuJudge(NO_GPU_REASON, config).judge(source, problem, arch, workload_uuid=workload_uuid)
+    return NoGpuJudge(NO_GPU_REASON, config).judge(source, problem, arch, workload_uuid=workload_uuid,
+                                                   language=language)

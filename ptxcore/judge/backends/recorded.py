@@ -21,6 +21,7 @@ from ptxcore.schema import (
     EnvironmentInfo,
     JudgeCorrectness,
     JudgeResult,
+    Language,
     RecordedVerdict,
     TargetInstructionEvidence,
     text_sha256,
@@ -58,8 +59,8 @@ class RecordedJudge:
         return cls(root, index, arch, config)
 
     def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate | None = None,
-              workload_uuid: str | None = None) -> JudgeResult:
-        cpu = self._cpu.judge(source, problem, arch, compiled, workload_uuid)
+              workload_uuid: str | None = None, *, language: Language = Language.CUDA) -> JudgeResult:
+        cpu = self._cpu.judge(source, problem, arch, compiled, workload_uuid, language=language)
         if cpu.compile is not None and cpu.compile.verdict is not None:
             return cpu  # rejected or not compiling today: that is the verdict
         hit = self.verdicts.get((text_sha256(source), problem.name, str(cpu.workload_uuid), arch.key))

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from ptxcore.schema import Language
+
 if TYPE_CHECKING:
     from ptxcore.arch import Architecture
     from ptxcore.compile import CompiledCandidate
@@ -28,6 +30,6 @@ class ServiceJudge:
                                      transport=transport)
 
     def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate | None = None,
-              workload_uuid: str | None = None) -> JudgeResult:
+              workload_uuid: str | None = None, *, language: Language = Language.CUDA) -> JudgeResult:
         return self.client.evaluate(source, problem.name, arch.key, workload_uuid=workload_uuid,
-                                    client_tag=self.client_tag)
+                                    client_tag=self.client_tag, language=Language(language).value)

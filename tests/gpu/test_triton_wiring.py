@@ -1,0 +1,440 @@
+"""The Triton wiring of the GPU rooms, without a GPU: the child's mode triton (arguments, load/call/launches,
+fault replies), the standalone variant, the judge's workspace and tool commands, the session's Triton rules
+and the GPU host's second validation. Fakes stand in for Triton, CUPTI and the driver."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from ptxcore.arch import get_architecture
+from ptxcore.gpu.child import main as child_main
+from ptxcore.gpu.child import session as child_session
+from ptxcore.gpu.child.cupti import ActivityRecord
+from ptxcore.gpu.harness.calls import CallDriver, CallFailed, CallRecord
+from ptxcore.gpu.harness.triton import TritonFiles, candidate_args
+from ptxcore.gpu.messages import Channel, ChildOp, ChildReply, ChildRequest
+from ptxcore.schema import EvaluationStatus
+from ptxcore.triton.loader import CandidateFault, CandidateLoadError
+from ptxcore.triton.session import CandidateCallError
+
+GEMM = "gemm_n7168_k5120"
+HOPPER = get_architecture("hopper")
+CONTROLS = Path(__file__).resolve().parents[1] / "fixtures" / "controls" / "triton"
+COMPILE_FAULT = CandidateFault("COMPILE_ERROR", "Triton compilation failed: CompilationError: arange's range must "
+                                                "be a power of 2\n  kernel.py:9 in gemm_nt_bad: rows = ...")
+
+
+# ---- the child's command line -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [
+    ["sanitize", "--problem", GEMM],                                              # no candidate
+    ["profile", "--library", "k.so", "--triton-source", "k.py", "--triton-cache", "c", "--problem", GEMM],
+    ["profile", "--triton-source", "k.py", "--problem", GEMM],                    # no cache
+    ["session", "--cmd-fd", "3", "--reply-fd", "4", "--session-mode", "python"],
+])
+def test_bad_child_arguments_are_refused(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        child_main.main(argv)
+    assert info.value.code == 2
+
+
+def test_child_modes_route_triton_arguments(monkeypatch):
+    import ptxcore.gpu.child.standalone as standalone
+
+    seen = {}
+    monkeypatch.setattr(standalone, "run_standalone", lambda args, profile: seen.update(args=args, profile=profile) or 0)
+    monkeypatch.setattr(child_session, "run_session", lambda r, w, d, mode: seen.update(mode=mode) or 0)
+    assert child_main.main(["profile", "--triton-source", "k.py", "--triton-cache", "c", "--problem", GEMM]) == 0
+    assert seen["profile"] and seen["args"].triton_source == "k.py" and seen["args"].library is None
+    assert child_main.main(["session", "--cmd-fd", "3", "--reply-fd", "4", "--session-mode", "triton"]) == 0
+    assert seen["mode"] == "triton"
+
+
+def test_the_standalone_triton_variant_calls_through_the_triton_session(monkeypatch):
+    import ptxcore.triton.session as triton_session
+    from ptxcore.gpu.child.standalone import _candidate
+
+    calls = []
+
+    class FakeSession:
+        def __init__(self, source: Path, cache: Path) -> None:
+            calls.append(("load", source, cache))
+
+        def call(self, args: list) -> None:
+            calls.append(("call", args))
+
+    monkeypatch.setattr(triton_session, "TritonSession", FakeSession)
+    monkeypatch.setitem(sys.modules, "tvm_ffi", None)  # the Triton variant never needs TVM-FFI
+    fn, stream = _candidate(SimpleNamespace(triton_source="/w/kernel.py", triton_cache="/w/triton-cache", library=None))
+    with stream:
+        fn("A", "B", "C")
+    assert calls == [("load", Path("/w/kernel.py"), Path("/w/triton-cache")), ("call", ["A", "B", "C"])]
+
+
+# ---- the session child in mode triton ---------------------------------------------------------------------
+
+class FakeRecorder:
+    def __init__(self, records: list[ActivityRecord]) -> None:
+        self.t, self.records = 0, records
+
+    def now_ns(self) -> int:
+        self.t += 1000
+        return self.t
+
+    def drain(self) -> list[ActivityRecord]:
+        out, self.records = self.records, []
+        return out
+
+
+class FakeCandidate:
+    def __init__(self, source: str, cache: str, device: int) -> None:
+        self.loaded, self.calls = (source, cache, device), []
+
+    def __call__(self, args: list) -> None:
+        self.calls.append(list(args))
+
+    def launches(self) -> dict:
+        return {"kernels": ["gemm"], "steady": [], "per_call": [["gemm"]]}
+
+
+def _bare_session(monkeypatch, records: list[ActivityRecord]) -> child_session.Session:
+    import ptxcore.gpu.child.triton_mode as triton_mode
+
+    monkeypatch.setattr(triton_mode, "TritonCandidate", FakeCandidate)
+    monkeypatch.setattr(child_session.driver, "synchronize", lambda: None)
+    monkeypatch.setattr(child_session.driver, "clear_persisting_l2", lambda: False)
+    s = object.__new__(child_session.Session)
+    s.device, s.recorder, s.windows, s.records, s.fn, s.mode, s.slots = 1, FakeRecorder(records), [], [], None, "", {}
+    return s
+
+
+def test_mode_triton_loads_calls_and_reports_launches_and_kernel_names(monkeypatch):
+    records = [ActivityRecord("kernel", "gemm", 1500, 1600, 7), ActivityRecord("kernel", "gemm", 1610, 1700, 7),
+               ActivityRecord("kernel", "_ZN2at6native_fill", 1710, 1800, 7)]
+    s = _bare_session(monkeypatch, records)
+    s.load({"mode": "triton", "source": "/w/kernel.py", "triton_cache": "/w/triton-cache"})
+    assert s.fn.loaded == ("/w/kernel.py", "/w/triton-cache", 1)
+    s.slots[0] = {"args": ["A", "B", "C"], "raw": [], "outputs": ["C"], "mapped": []}
+    assert "wall_ns" in s.call({"slot": 0, "tag": 0})
+    assert s.fn.calls == [["A", "B", "C"]]
+    assert s.launches({})["kernels"] == ["gemm"]
+    reply = s.timings({})
+    assert reply["calls"] == [[0, 300, 3, 3, ["_ZN2at6native_fill", "gemm"], ["_ZN2at6native_fill", "gemm"]]]
+
+
+def test_only_mode_triton_has_a_launch_report_and_kernel_names(monkeypatch):
+    s = _bare_session(monkeypatch, [ActivityRecord("kernel", "k", 1500, 1600, 7)])
+    s.mode = "ffi"
+    s.windows.append(child_session.CallWindow(0, 1000, 2000))
+    with pytest.raises(RuntimeError, match="mode triton"):
+        s.launches({})
+    assert s.timings({})["calls"] == [[0, 100, 1, 1, ["k"]]]  # the CUDA wire row is what it always was
+
+
+def test_a_classified_triton_fault_keeps_its_status_and_trimmed_message(capsys):
+    error, data = child_session._failure(CandidateCallError(COMPILE_FAULT), "triton")
+    assert data == {"fault": "COMPILE_ERROR"} and error == COMPILE_FAULT.message
+    assert "Traceback" not in capsys.readouterr().err
+    error, data = child_session._failure(CandidateCallError(COMPILE_FAULT), "ffi")
+    assert data == {} and error.startswith("CandidateCallError: ")  # a CUDA child never reports a fault status
+    error, data = child_session._failure(ValueError("boom"), "triton")
+    assert data == {} and error == "ValueError: boom"
+
+
+def test_run_session_in_mode_triton_replies_with_the_fault(monkeypatch):
+    class FakeSession:
+        def __init__(self, device: int) -> None:
+            pass
+
+        def load(self, msg: dict) -> dict:
+            return {}
+
+        def call(self, msg: dict) -> dict:
+            raise CandidateCallError(COMPILE_FAULT)
+
+    monkeypatch.setattr(child_session, "Session", FakeSession)
+    cmd_r, cmd_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    judge = Channel(rep_r, cmd_w)
+    out = {}
+    thread = threading.Thread(target=lambda: out.update(rc=child_session.run_session(cmd_r, rep_w, 0, "triton")))
+    thread.start()
+    replies = []
+    for seq, (op, args) in enumerate([(ChildOp.HELLO, {"nonce": "n0"}), (ChildOp.LOAD, {"mode": "triton"}),
+                                      (ChildOp.CALL, {"slot": 0, "tag": 0})], start=1):
+        judge.send(ChildRequest(op, seq, args).to_wire())
+        replies.append(ChildReply.from_wire(judge.recv(10.0), seq, "n0"))
+    thread.join(10)
+    assert out["rc"] == 3 and replies[0].ok and replies[1].ok
+    failed = replies[2]
+    assert not failed.ok and failed.get("fault") == "COMPILE_ERROR" and failed.error == COMPILE_FAULT.message
+    assert sys.modules.get("torch", "absent") is not None  # mode triton blocks no import
+    for fd in (cmd_r, cmd_w, rep_r, rep_w):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+# ---- the judge's side ----------------------------------------------------------------------------------------
+
+def test_the_workspace_holds_a_read_only_kernel_and_a_private_cache(tmp_path):
+    with TritonFiles.create("import triton\n", parent=tmp_path) as files:
+        assert files.source.read_text() == "import triton\n" and files.cache.is_dir()
+        assert not files.source.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+        assert stat.S_IMODE(files.root.stat().st_mode) == 0o700
+        assert files.load_message() == {"mode": "triton", "source": str(files.source),
+                                        "triton_cache": str(files.cache)}
+        assert candidate_args(files) == ["--triton-source", str(files.source), "--triton-cache", str(files.cache)]
+    assert not files.root.exists()
+    assert candidate_args(Path("/b/kernel.so")) == ["--library", "/b/kernel.so"]
+
+
+@pytest.fixture
+def tools_on_path(monkeypatch, tmp_path) -> Path:
+    tool = tmp_path / "tool"
+    tool.write_text("#!/bin/sh\nexit 0\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PTXBENCH_NCU", str(tool))
+    monkeypatch.setenv("PTXBENCH_COMPUTE-SANITIZER", str(tool))
+    return tool
+
+
+def test_the_cuda_tool_commands_are_unchanged(tools_on_path):
+    from ptxcore.gpu.harness.ncu import ncu_command
+    from ptxcore.gpu.harness.sanitizer import memcheck_command
+
+    t, py = str(tools_on_path), sys.executable
+    assert memcheck_command(Path("/b/k.so"), GEMM, "w", 7, 0, 1) == [
+        t, "--tool", "memcheck", "--error-exitcode", "86", "--print-limit", "20", "--show-backtrace", "device",
+        py, "-m", "ptxcore.gpu.child", "sanitize", "--library", "/b/k.so", "--problem", GEMM, "--workload", "w",
+        "--seed", "7", "--device", "0", "--calls", "1"]
+    assert ncu_command(Path("/b/k.so"), GEMM, "w", 7, 0) == [
+        t, "--replay-mode", "application", "--clock-control", "none", "--page", "source", "--print-source", "sass",
+        "--metrics", "inst_executed,thread_inst_executed_true", "--nvtx", "--nvtx-include", "ptxbench_call/",
+        "--nvtx-include", "ptxbench_call]", py, "-m", "ptxcore.gpu.child", "profile", "--library", "/b/k.so",
+        "--problem", GEMM, "--workload", "w", "--seed", "7", "--device", "0", "--calls", "2"]
+
+
+def test_triton_tool_runs_get_the_files_and_ncu_the_kernel_filter(tools_on_path, tmp_path, monkeypatch):
+    import subprocess
+
+    from ptxcore.gpu.harness import ncu
+    from ptxcore.gpu.harness.sanitizer import memcheck_command
+    from ptxcore.schema import TargetInstruction
+
+    files = TritonFiles.create("import triton\n", parent=tmp_path)
+    cmd = memcheck_command(files, GEMM, "w", 7, 0, 1)
+    assert "--library" not in cmd and cmd[cmd.index("--triton-source") + 1] == str(files.source)
+    seen = []
+    monkeypatch.setattr(ncu.subprocess, "run", lambda c, **kw: seen.append(c) or subprocess.CompletedProcess(c, 0, "", ""))
+    monkeypatch.setattr(ncu, "ncu_version", lambda: "ncu test")
+    ev = ncu.profile_target(files, GEMM, "w", 7, 0, HOPPER, 60.0, kernel_names=["gemm_b", "gemm_a"])
+    assert seen[0][:3] == [str(tools_on_path), "--kernel-name", "regex:^(gemm_a|gemm_b)$"]
+    assert seen[0][seen[0].index("--triton-cache") + 1] == str(files.cache)
+    assert ev.status is TargetInstruction.UNKNOWN  # ncu printed nothing: never a guess
+    files.remove()
+
+
+class FakeChild:
+    def __init__(self, replies: list[ChildReply]) -> None:
+        self.replies, self.timeouts = list(replies), []
+
+    def request(self, op, args, what, timeout_s):  # noqa: ANN001
+        self.timeouts.append(timeout_s)
+        return self.replies.pop(0)
+
+    def mapped_libraries(self) -> list[str]:
+        raise AssertionError("mode triton never reads the mapped libraries (torch maps cuBLAS anyway)")
+
+
+def _driver(child: FakeChild, first: float | None, monkeypatch) -> CallDriver:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    d = object.__new__(CallDriver)
+    noop = SimpleNamespace(load_inputs=lambda *a: None, poison_outputs=lambda: None, flush=lambda: None)
+    d.child, d.slots, d.flusher, d.call_timeout_s, d.first_call_timeout_s = child, [noop], noop, 30.0, first
+    d.state = SimpleNamespace(spec=SimpleNamespace(outputs=[]), trials=[SimpleNamespace(inputs={})])
+    d.records, d._last_perm, d._keep, d.l2_resets = [], {}, [], 0
+    d.host_s = {"harness_prepare": 0.0, "harness_call_roundtrip": 0.0, "harness_compare_queue": 0.0,
+                "child_call_wall": 0.0}
+    return d
+
+
+def test_the_first_call_gets_the_startup_deadline_and_a_fault_comes_back(monkeypatch):
+    ok = ChildReply(True, 1, "n", {"wall_ns": 5})
+    bad = ChildReply(False, 3, "n", {"fault": "COMPILE_ERROR"}, stage="call", error=COMPILE_FAULT.message)
+    child = FakeChild([ok, ok, bad])
+    d = _driver(child, 120.0, monkeypatch)
+    d.call("correctness", 0, 0)
+    d.call("correctness", 0, 0)
+    with pytest.raises(CallFailed) as info:
+        d.call("correctness", 0, 0)
+    assert child.timeouts == [120.0, 30.0, 30.0]
+    assert info.value.fault == "COMPILE_ERROR" and info.value.error == COMPILE_FAULT.message
+    cuda = FakeChild([ok])
+    _driver(cuda, None, monkeypatch).call("correctness", 0, 0)
+    assert cuda.timeouts == [30.0]  # a CUDA session's first call has the per-call deadline, as before
+
+
+def _session(mode: str):
+    from ptxcore.gpu.harness.calls import Tolerance
+    from ptxcore.gpu.pipeline.session import CandidateSession, SessionPlan
+
+    plan = SessionPlan(mode, {}, 3, 1, 3, True, Tolerance(1e-2, 1e-2, 1.0), 30.0, 120.0, 0, 0,
+                       enforce_rules=True)
+    return CandidateSession(plan, SimpleNamespace(), None, None)
+
+
+def test_a_triton_compile_fault_is_a_compile_error_only_in_mode_triton():
+    failed = CallFailed(CallRecord(0, "correctness", 0, 0), COMPILE_FAULT.message, "COMPILE_ERROR")
+    v = _session("triton")._failed(failed)
+    assert v.status is EvaluationStatus.COMPILE_ERROR and v.reason == COMPILE_FAULT.message
+    assert _session("ffi")._failed(failed).status is EvaluationStatus.RUNTIME_ERROR
+    runtime = CallFailed(CallRecord(0, "correctness", 0, 0), "error during call: IndexError", "RUNTIME_ERROR")
+    v = _session("triton")._failed(runtime)
+    assert v.status is EvaluationStatus.RUNTIME_ERROR and "correctness call 0 of trial 0" in v.reason
+    load = CallFailed(CallRecord(None, "load", 0, None), "error during import: NameError", "RUNTIME_ERROR")
+    assert "loading the module" in _session("triton")._failed(load).reason
+
+
+def test_mode_triton_applies_the_foreign_kernel_rule_with_the_launch_report():
+    from ptxcore.gpu.child.cupti import CallTiming
+    from ptxcore.gpu.pipeline.session import _launch_report
+
+    session = _session("triton")
+    report = ChildReply(True, 1, "n", {"kernels": ["gemm", 7, None], "steady": [{"name": "gemm"}, "x"], "per_call": 3})
+    session.out.launches = _launch_report(FakeChild([report]), 30.0)
+    assert session.out.launches == {"kernels": ["gemm"], "steady": [{"name": "gemm"}], "per_call": []}
+    rec = CallRecord(1, "correctness", 1, 0)
+    rec.timing = CallTiming(1, 100, 2, 2, (), ("gemm", "_ZN2at6native_mul"))
+    v = session._rules(FakeChild([]), [rec])
+    assert v.status is EvaluationStatus.REJECTED and "_ZN2at6native_mul" in v.reason
+    rec.timing = CallTiming(1, 100, 1, 1, (), ("gemm",))
+    assert session._rules(FakeChild([]), [rec]) is None
+
+
+def test_the_gpu_host_validates_again_whatever_the_cpu_stage_said(tmp_path):
+    from ptxcore.compile import CompiledCandidate
+    from ptxcore.gpu import JudgeConfig
+    from ptxcore.gpu.pipeline.judge import GpuJudge
+    from ptxcore.schema import CompileResult, CompileStatus, text_sha256
+
+    hostile = (CONTROLS / "02_torch_fallback_getattr.py").read_text()
+    forged = CompiledCandidate(CompileResult(status=CompileStatus.COMPILED, source_sha256=text_sha256(hostile),
+                                             arch="hopper", flags=["triton"]), None, None)
+    built = GpuJudge(JudgeConfig(cache_dir=tmp_path)).build(hostile, HOPPER, forged, language="triton")
+    assert built.result.status is CompileStatus.REJECTED and "[reflection]" in built.result.reason
+
+
+def test_judging_triton_without_a_gpu_raises_no_gpu(tmp_path, monkeypatch):
+    from ptxcore.gpu import JudgeConfig, NoGPUError, judge_candidate
+    from ptxcore.problems import get_problem
+
+    monkeypatch.setenv("PTXBENCH_FORCE_NO_GPU", "1")
+    with pytest.raises(NoGPUError):
+        judge_candidate((CONTROLS / "01_gemm_mma_sync.py").read_text(), get_problem(GEMM), HOPPER,
+                        JudgeConfig(cache_dir=tmp_path), language="triton")
+
+
+def test_candidate_load_errors_are_classified_for_the_reply():
+    error, data = child_session._failure(CandidateLoadError(CandidateFault("RUNTIME_ERROR", "error during import: "
+                                                                           "NameError: x")), "triton")
+    assert data == {"fault": "RUNTIME_ERROR"} and error.startswith("error during import")
+
+
+# ---- GpuJudge's Triton sequence with its GPU parts faked ------------------------------------------------------
+
+SOLUTION = (Path(__file__).resolve().parents[2] / "solutions" / "triton" / "gemm_n7168_k5120"
+            / "tma_persistent.py").read_text()
+
+
+@pytest.fixture
+def fake_gpu_judge(monkeypatch, tmp_path):
+    """A GpuJudge whose GPU, workload, reference, session and tool stages are fakes; `seen` records the calls."""
+    import ptxcore.gpu.child.driver as driver
+    from ptxcore.gpu import JudgeConfig
+    from ptxcore.gpu.harness.compare import CompareStats
+    from ptxcore.gpu.pipeline import judge as judge_module
+    from ptxcore.gpu.pipeline.session import SessionOutcome
+    from ptxcore.schema import TargetInstruction, TargetInstructionEvidence
+
+    checked = CallRecord(0, "correctness", 0, 0)
+    checked.stats = CompareStats(100, 0, 0, 0, 0, 0.001, 0.002)
+    seen: dict = {"outcome": SessionOutcome(latency_ms=2.0, correctness=[checked])}
+
+    class FakeSession:
+        def __init__(self, plan, state, flusher, monitor) -> None:  # noqa: ANN001
+            seen["plan"] = plan
+            self.out = seen["outcome"]
+            self.out.launches = {"kernels": ["gemm_nt_tma_persistent"], "steady": [], "per_call": []}
+
+        def run(self, gate):  # noqa: ANN001
+            files = Path(seen["plan"].load["source"]).parent
+            seen["kernel_during_session"] = (files / "kernel.py").read_text()
+            seen["gate"] = gate() if gate else "no gate"
+            return self.out
+
+    def memcheck(tools, files, launches, sha, problem, workload, result):  # noqa: ANN001
+        seen["memcheck"] = (files.root, launches["kernels"], sha)
+
+    def evidence(tools, files, launches, sha, problem, workload, arch, result):  # noqa: ANN001
+        seen["evidence"] = files.root
+        return TargetInstructionEvidence(status=TargetInstruction.EXECUTED, source_sha256=sha, tool="ncu (fake)")
+
+    monkeypatch.setattr(judge_module, "gpu_available", lambda: True)
+    monkeypatch.setattr(judge_module, "CandidateSession", FakeSession)
+    monkeypatch.setattr(judge_module, "triton_memcheck", memcheck)
+    monkeypatch.setattr(judge_module, "triton_evidence", evidence)
+    monkeypatch.setattr(driver, "reset_persisting_l2", lambda: None)
+    j = judge_module.GpuJudge(JudgeConfig(cache_dir=tmp_path / "judge"))
+    j._gpu = judge_module.GpuContext({"gpu_name": "H200 (fake)", "driver_version": "0", "cuda_toolkit": "13",
+                                      "torch_version": "x"}, None, None, (9, 0))
+    monkeypatch.setattr(j, "workload_state", lambda problem, uuid: "state")
+    monkeypatch.setattr(j, "_reference", lambda state, problem, gpu: SimpleNamespace(latency_ms=1.0))
+    return j, seen
+
+
+def test_a_valid_triton_kernel_runs_the_session_in_mode_triton_on_a_private_workspace(fake_gpu_judge):
+    from ptxcore.problems import get_problem
+    from ptxcore.schema import TargetInstruction
+
+    j, seen = fake_gpu_judge
+    r = j.judge(SOLUTION, get_problem(GEMM), HOPPER, language="triton")
+    assert r.status is EvaluationStatus.PASSED and r.performance.speedup_factor == 0.5
+    assert r.target_instruction.status is TargetInstruction.EXECUTED and r.compile.flags == ["triton"]
+    plan = seen["plan"]
+    assert plan.mode == "triton" and plan.enforce_rules and plan.needed == ()
+    assert plan.load["mode"] == "triton" and seen["kernel_during_session"] == SOLUTION
+    root = Path(plan.load["source"]).parent
+    assert plan.load["triton_cache"] == str(root / "triton-cache")
+    assert seen["memcheck"] == (root, ["gemm_nt_tma_persistent"], r.compile.source_sha256)
+    assert seen["evidence"] == root and not root.exists()  # the workspace is gone after the judgement
+
+
+def test_a_compile_error_in_a_later_call_carries_no_correctness(fake_gpu_judge):
+    from ptxcore.gpu.pipeline.verdicts import Verdict
+    from ptxcore.problems import get_problem
+
+    j, seen = fake_gpu_judge
+    assert seen["outcome"].correctness  # the first calls compared correct before the failing one
+    seen["outcome"].verdict = Verdict(EvaluationStatus.COMPILE_ERROR, COMPILE_FAULT.message)
+    r = j.judge(SOLUTION, get_problem(GEMM), HOPPER, language="triton")
+    assert r.status is EvaluationStatus.COMPILE_ERROR and r.correctness is None and r.reason == COMPILE_FAULT.message
+    assert "evidence" not in seen
+
+
+def test_a_rejected_triton_kernel_never_reaches_a_child(fake_gpu_judge):
+    from ptxcore.problems import get_problem
+
+    j, seen = fake_gpu_judge
+    r = j.judge((CONTROLS / "06_escape_frame_globals.py").read_text(), get_problem(GEMM), HOPPER, language="triton")
+    assert r.status is EvaluationStatus.REJECTED and "[reflection]" in r.reason and "plan" not in seen
