@@ -85,6 +85,22 @@ def compile_candidate(
     return _served(hit, started)
 
 
+def _imports_gate(built: BuildOutcome) -> BuildOutcome:
+    """REJECTED when the built object imports the Python C API or CUPTI (ptxcore.compile.symbols)."""
+    from dataclasses import replace
+
+    from .symbols import ElfReadError, forbidden_import
+
+    try:
+        reason = forbidden_import(built.artifact)
+    except (ElfReadError, OSError) as exc:
+        reason = f"the built object cannot be read ({exc})"
+    if reason is None:
+        return built
+    built.artifact.unlink(missing_ok=True)  # a rejected build's object is never kept
+    return replace(built, status=CompileStatus.REJECTED, reason=reason, log="", artifact=None)
+
+
 def _served(hit: CachedBuild, started: float) -> CompiledCandidate:
     result = hit.result.model_copy(update={"cache_hit": True,
                                            "duration_s": round(time.monotonic() - started, 3)})
@@ -98,6 +114,8 @@ def _build(source: str, options: BuildOptions, tc: Toolchain, key: str, cache: C
         remaining = options.timeout_s - (time.monotonic() - started)
         built = sandboxed_build(source, options, tc, staging, remaining)
         sass, cubin, artifact_sha = None, None, None
+        if built.status is CompileStatus.COMPILED:
+            built = _imports_gate(built)
         if built.status is CompileStatus.COMPILED:
             sass = inspect_binary(built.artifact, options.arch)
             cubin = device_code_sha256(built.artifact)
