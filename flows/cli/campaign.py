@@ -174,11 +174,6 @@ def _mlflow_ui_hint(summary) -> str:
 def _print_summary(summary) -> None:
     print_headline(f"Campaign {summary.campaign_id}: headline", summary.headline, summary.judges)
     console = console_for()
-    recorded = sum(r.recorded for r in summary.headline)
-    if recorded:
-        console.print(f"[yellow]{recorded} GPU-judged turns reuse verdicts recorded earlier on a GPU[/] (no GPU here; "
-                      "each names its GPU, driver and date in the warehouse: evaluations.raw_json -> recorded)",
-                      highlight=False)
     console.print(f"turns recorded: {summary.turns_recorded} ({summary.turns_this_run} in this run) of at most "
                   f"{summary.turns_planned_max}; trajectories: {summary.trajectories_planned}", highlight=False)
     console.print(f"warehouse: {summary.warehouse}\nMLflow: {summary.mlflow_tracking_uri} "
