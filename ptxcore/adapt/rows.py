@@ -31,6 +31,7 @@ METADATA_FIELDS: dict[str, type] = {
     "source_gpu": str, "correct_campaign_id": str, "correct_trajectory_id": str, "correct_turn": int,
     "correct_model": str, "correct_kernel_sha256": str, "correct_verdict_sha256": str, "correct_speedup": float,
     "correct_target_instruction": str, "correct_gpu": str, "correct_driver": str,
+    "source_recorded_from": str, "correct_recorded_from": str,
     "reasoning_model": str, "reasoning_attempt": int, "reasoning_kind": str, "reasoning_prompt_sha256": str,
     "reasoning_response_sha256": str, "reasoning_chars": int,
     "system_sha256": str, "task_sha256": str, "wrong_answer_sha256": str, "wrong_feedback_sha256": str,
@@ -95,6 +96,12 @@ def message_dicts(inp: RowInputs, reasoning: str | None = None) -> list[dict[str
     return [{"role": m.role, "content": m.content} for m in _messages(inp, text)]
 
 
+def _recorded_from(turn: TurnRecord) -> str | None:
+    """The recorded-verdict folder a turn's verdict was reused from (route recorded:); None when judged live."""
+    rec = turn.judge.recorded if turn.judge is not None else None
+    return rec.source if rec is not None else None
+
+
 def _metadata(inp: RowInputs, messages: list[SftMessage]) -> dict:
     pair, src, cor, rs = inp.pair, inp.pair.source, inp.pair.correct, inp.reasoning
     fixit = pair.template is Template.FIXIT
@@ -110,6 +117,7 @@ def _metadata(inp: RowInputs, messages: list[SftMessage]) -> dict:
                                                       "kernel_sha256", "verdict_sha256", "gpu")},
         "correct_speedup": pair.speedup, "correct_target_instruction": pair.target_instruction,
         "correct_driver": inp.correct.environment.driver_version,
+        "source_recorded_from": _recorded_from(inp.source), "correct_recorded_from": _recorded_from(inp.correct),
         "reasoning_model": rs.model, "reasoning_attempt": rs.attempt, "reasoning_kind": rs.kind.value,
         "reasoning_prompt_sha256": rs.prompt_sha256, "reasoning_response_sha256": text_sha256(rs.response_text),
         "reasoning_chars": len(rs.reasoning), "system_sha256": text_sha256(messages[0].content),

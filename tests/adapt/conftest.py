@@ -35,8 +35,9 @@ def answer(code: str | None, closed: bool = True) -> str:
     return f"Plan: fill the output.\n\n```cpp\n{code}```" + ("" if closed else "\n(and more")
 
 
-def judge(problem: str, status: EvaluationStatus, target: TargetInstruction, speedup: float | None) -> JudgeResult:
-    from ptxcore.schema import JudgeCorrectness, Performance
+def judge(problem: str, status: EvaluationStatus, target: TargetInstruction, speedup: float | None,
+          recorded: str | None = None) -> JudgeResult:
+    from ptxcore.schema import JudgeCorrectness, Performance, RecordedVerdict
 
     passed = status is EvaluationStatus.PASSED
     perf = None if speedup is None or not passed else Performance(
@@ -45,12 +46,15 @@ def judge(problem: str, status: EvaluationStatus, target: TargetInstruction, spe
     correctness = JudgeCorrectness(max_absolute_error=0.0 if passed else 1.0) if wrong else None
     return JudgeResult(status=status, definition=problem, arch="hopper", performance=perf, correctness=correctness,
                        target_instruction=TargetInstructionEvidence(status=target, tool="fake"),
-                       environment=EnvironmentInfo(gpu_name=GPU, driver_version="580.0"))
+                       environment=EnvironmentInfo(gpu_name=GPU, driver_version="580.0"),
+                       recorded=None if recorded is None else RecordedVerdict(
+                           source=recorded, trace_sha256="0" * 64, gpu_name=GPU, judged_at="2026-12-01T00:00:00Z"))
 
 
 def turn(campaign: str, trajectory: str, n: int, problem: str, status: EvaluationStatus, *, model: str = "qwen",
          variant: str = VARIANT, code: str | None = "auto", closed: bool = True, speedup: float | None = None,
-         target: TargetInstruction = TargetInstruction.UNKNOWN, feedback: str = "", prompt_sha: str | None = None) -> TurnRecord:
+         target: TargetInstruction = TargetInstruction.UNKNOWN, feedback: str = "", prompt_sha: str | None = None,
+         recorded: str | None = None) -> TurnRecord:
     if code == "auto":
         code = kernel(f"{campaign}/{trajectory}/{n}")
     judged = status not in (EvaluationStatus.EXTRACTION_ERROR, EvaluationStatus.COMPILE_ERROR)
@@ -61,7 +65,7 @@ def turn(campaign: str, trajectory: str, n: int, problem: str, status: Evaluatio
         kernel_sha256=text_sha256(code) if code else None, kernel_text=code, response_text=answer(code, closed),
         status=status, target_instruction=target, speedup=speedup,
         feedback=feedback or f"Status: {status.value}\nerror: something went wrong at turn {n}",
-        judge=judge(problem, status, target, speedup) if judged else None, created_at="2026-12-01T00:00:00+00:00")
+        judge=judge(problem, status, target, speedup, recorded) if judged else None, created_at="2026-12-01T00:00:00+00:00")
 
 
 def add_campaign(wh: Warehouse, campaign_id: str, turns: list[TurnRecord]) -> None:

@@ -238,6 +238,7 @@ def _check_parquet(path, wh, tmp_path, monkeypatch):
         assert meta["source_kernel_sha256"] == src.kernel_sha256 and meta["source_status"] in ("COMPILE_ERROR",
                                                                                               "INCORRECT_NUMERICAL")
         assert meta["correct_target_instruction"] == "executed" and meta["correct_campaign_id"] == "t-fixit-repair"
+        assert meta["correct_recorded_from"] is None  # judged in this build, not reused
         assert meta["reasoning_model"] == "replay/adapt-synth-fixit" and meta["tokenizer"] == "tiktoken:o200k_base"
         for i, key in enumerate(("system_sha256", "task_sha256", "wrong_answer_sha256", "wrong_feedback_sha256")):
             assert meta[key] == text_sha256(row["messages"][i]["content"])
@@ -318,7 +319,8 @@ def test_kernelgen_rows_from_correct_target_executing_turns(wh, tmp_path):
         turn("gem", t, 0, MHA, S.COMPILE_ERROR, model="gemini"),
         turn("gem", t, 1, MHA, S.PASSED, model="gemini", speedup=0.3, target=TargetInstruction.ABSENT),
         turn("gem", t, 2, MHA, S.PASSED, model="gemini", speedup=0.0, target=TargetInstruction.EXECUTED),
-        turn("gem", t, 3, MHA, S.PASSED, model="gemini", speedup=0.6, target=TargetInstruction.EXECUTED)])
+        turn("gem", t, 3, MHA, S.PASSED, model="gemini", speedup=0.6, target=TargetInstruction.EXECUTED,
+             recorded="campaigns/recorded/h200")])
     text = KG.format(mha=MHA)
     ctx = BuildContext(build_id="t-kg", recipe=parse_recipe(text), recipe_text=text, warehouse=str(wh.path))
     summary = run_select(wh, ctx)
@@ -342,6 +344,9 @@ def test_kernelgen_rows_from_correct_target_executing_turns(wh, tmp_path):
     assert row["messages"][2]["content"].endswith(src.response_text.strip())
     assert row["messages"][2]["content"].startswith("<think>\n") and row["metadata"]["wrong_answer_sha256"] is None
     assert row["metadata"]["source_turn"] == row["metadata"]["correct_turn"] == 3
+    # a verdict reused from a recorded GPU judgement says so in the row
+    assert row["metadata"]["correct_recorded_from"] == row["metadata"]["source_recorded_from"] == \
+        "campaigns/recorded/h200"
 
 
 def test_post_balance_caps_the_pairs_not_the_failures(wh, tmp_path):
