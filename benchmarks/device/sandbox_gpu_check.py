@@ -57,8 +57,19 @@ def python_paths() -> list[str]:
     return [*keep, str(REPO / "ptxcore")]
 
 
+def ncu_dir() -> list[Path]:
+    """Nsight Compute's install folder (its launcher loads libraries and sections from there)."""
+    from ptxcore.sass.tools import find_tool
+
+    try:
+        return [presets.tool_install_dir(find_tool("ncu"))]
+    except Exception:  # noqa: BLE001 - no ncu here: the ncu rows then fail and say so
+        return []
+
+
 def policy(name: str, **kw):
     pol = presets.gpu_stage_policy(name, python_paths=python_paths(), toolkit_root=toolkit_root(),
+                                   tool_paths=ncu_dir(),
                                    env={"PYTHONPATH": ":".join([*python_paths()[:-1], str(REPO)])}, **kw)
     return pol
 

@@ -96,15 +96,18 @@ GPU_ENV_PASSTHROUGH = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISI
 def gpu_stage_policy(name: str, *, python_paths: Iterable[str | Path] = (), toolkit_root: str | None = None,
                      env: dict[str, str] | None = None, limits: Limits | None = None,
                      run_as: RunAs = RunAs.AUTO, profiling_admin: bool = False,
-                     unshare_ipc: bool = True) -> SandboxPolicy:
+                     unshare_ipc: bool = True, tool_paths: Iterable[str | Path] = ()) -> SandboxPolicy:
     """A policy for a GPU stage (the candidate's child session, compute-sanitizer, ncu): the OS, the GPU
     (device nodes, driver libraries), this Python with `python_paths` (package folders, also PYTHONPATH),
-    and the CUDA toolkit (its tools) when given - all read-only. No address-space limit (CUDA reserves large
-    virtual ranges). Inputs go into the scratch directory; a stage's judge-side state stays outside."""
+    and the CUDA toolkit (its tools) when given, and `tool_paths` (install folders of tools outside the
+    toolkit, e.g. Nsight Compute's under /opt: see `tool_install_dir`; on PATH first) - all read-only. No
+    address-space limit (CUDA reserves large virtual ranges). Inputs go into the scratch directory; a
+    stage's judge-side state stays outside."""
     paths = [str(Path(p).resolve()) for p in python_paths if Path(p).exists()]
+    extra = [str(Path(p).resolve()) for p in tool_paths if Path(p).is_dir()]
     tools = [toolkit_root] if toolkit_root else []
-    mounts = (*system_mounts(), *gpu_mounts(), *python_mounts(paths), *tree_mounts(tools))
-    path = f"{toolkit_root}/bin:/usr/bin:/bin" if toolkit_root else "/usr/bin:/bin"
+    mounts = (*system_mounts(), *gpu_mounts(), *python_mounts(paths), *tree_mounts([*tools, *extra]))
+    path = ":".join([*extra, *([f"{toolkit_root}/bin"] if toolkit_root else []), "/usr/bin", "/bin"])
     base = {"PATH": path, "HOME": "/scratch",
             "TMPDIR": "/tmp", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONPATH": ":".join(paths)}
@@ -114,6 +117,13 @@ def gpu_stage_policy(name: str, *, python_paths: Iterable[str | Path] = (), tool
                                 open_files=65536),
         run_as=RunAs.CALLER if profiling_admin else run_as, profiling_admin=profiling_admin,
         unshare_ipc=unshare_ipc)
+
+
+def tool_install_dir(executable: str | Path) -> Path:
+    """The folder a tool is installed in, found from its executable (through symlinks such as
+    /usr/local/bin/ncu -> /opt/nvidia/nsight-compute/<version>/ncu): mount it whole, since launchers like
+    ncu's load their own libraries and sections from beside themselves."""
+    return Path(executable).resolve().parent
 
 
 def _dedupe(mounts: list[Mount]) -> list[Mount]:

@@ -189,3 +189,26 @@ def test_gpu_stage_policy_runs_this_python_with_its_packages():
     assert gpu.limits.address_space_bytes is None and "CUDA_VISIBLE_DEVICES" in gpu.env_passthrough
     out = run([sys.executable, "-c", "import pydantic; print('ok', pydantic.VERSION)"], gpu, 60)
     assert out.ok and out.stdout.startswith("ok "), out.stderr[-500:]
+
+
+def test_gpu_stage_policy_mounts_a_tool_installed_outside_the_toolkit(tmp_path):
+    """A tool found through a link into its own install folder (ncu under /opt) runs inside, with the files
+    beside it; the folder holding the link is not mounted."""
+    from ptxcore.sandbox import RunAs
+
+    install = tmp_path / "opt" / "tool-2025.3"
+    install.mkdir(parents=True)
+    (install / "sections.txt").write_text("sections beside the launcher\n")
+    launcher = install / "faketool"
+    launcher.write_text('#!/bin/sh\ncat "$(dirname "$0")/sections.txt"\n')
+    launcher.chmod(0o755)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "faketool").symlink_to(launcher)
+    (bindir / "secret").write_text("not for the candidate\n")
+    root = presets.tool_install_dir(bindir / "faketool")
+    assert root == install.resolve()
+    gpu = presets.gpu_stage_policy("gpu-tool", tool_paths=[root], run_as=RunAs.CALLER)
+    out = run(["faketool"], gpu, 30)
+    assert out.ok and out.stdout == "sections beside the launcher\n", out.stderr[-500:]
+    assert not sh(f"cat {bindir / 'secret'}", gpu).ok
