@@ -68,17 +68,28 @@ def run_arm(arm: str, source: str, problem_name: str) -> dict:
     return row
 
 
-def main() -> int:
+def kernel_parser() -> argparse.ArgumentParser:
+    """KERNEL.cu, --problem and --json: what the judge benchmarks share."""
     ap = argparse.ArgumentParser()
     ap.add_argument("kernel", nargs="?", default=str(DEFAULT_KERNEL))
     ap.add_argument("--problem", default="gemm_n7168_k5120")
     ap.add_argument("--json", default=None)
-    args = ap.parse_args()
+    return ap
 
+
+def no_gpu(what: str) -> bool:
+    """True (after saying so) when this machine has no GPU for `what`."""
     from ptxcore.gpu import gpu_available
 
-    if not gpu_available():
-        print("no GPU is available on this machine: the stage benchmark needs one", file=sys.stderr)
+    if gpu_available():
+        return False
+    print(f"no GPU is available on this machine: the {what} needs one", file=sys.stderr)
+    return True
+
+
+def main() -> int:
+    args = kernel_parser().parse_args()
+    if no_gpu("stage benchmark"):
         return 3
     source = Path(args.kernel).read_text()
     rows = [run_arm(arm, source, args.problem) for arm in ("campaign", "eval")]

@@ -8,6 +8,7 @@ Three ways per repeat, interleaved so that a busy machine drifts all of them ali
   sandboxed   the compile stage's build in bubblewrap (what every candidate gets)
 plus the bare sandbox start-up (`/bin/true`), and the include/directive gate on the build's output.
 Prints a table and, with --json, writes the numbers.
+(The judge's wall with and without the sandbox, on a GPU: benchmarks/judge_sandbox_cost.py.)
 """
 
 from __future__ import annotations

@@ -191,3 +191,54 @@ def start_temporary_prefect_server(timeout_s: int = SERVER_START_TIMEOUT_S) -> s
             f"Prefect's temporary server did not start within {timeout_s} s ({str(exc).splitlines()[0][:200]}); "
             "set PREFECT_API_URL to a running `prefect server start`") from exc
     return server.api_url
+
+
+EXIT_GRACE_S = 20.0
+"""How long `campaign run` may take to wind down after SIGINT/SIGTERM before it exits regardless."""
+
+
+def arm_exit_watchdog(grace_s: float = EXIT_GRACE_S) -> bool:
+    """Make SIGINT and SIGTERM end this process within `grace_s`, whoever handles them.
+
+    Prefect swaps in its own SIGTERM handler while a flow runs and unwinds through its task runner, whose
+    shutdown waits for running task threads (a judge call may take minutes), so a signalled campaign could
+    linger long after the user asked it to stop. The watchdog does not replace any handler: it reads the
+    interpreter's signal wake-up fd (written for every signal that reaches a Python handler), and once
+    SIGINT or SIGTERM has arrived it waits `grace_s` for the normal shutdown, then exits with 128 + the
+    signal. What the campaign wrote is committed turn by turn, so rerunning the command resumes; the
+    temporary Prefect server dies with the process (parent-death signal). Main thread only; False when it
+    could not be armed (not the main thread, or a wake-up fd is already in use).
+    """
+    import os
+    import signal
+    import sys
+    import time
+
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    if previous != -1:  # someone else's (an event loop's): leave it in place
+        signal.set_wakeup_fd(previous)
+        os.close(read_fd)
+        os.close(write_fd)
+        return False
+    stopping = {int(signal.SIGINT), int(signal.SIGTERM)}
+
+    def watch() -> None:
+        while True:
+            try:
+                data = os.read(read_fd, 64)
+            except OSError:
+                return
+            hit = next((sig for sig in data if sig in stopping), None)
+            if hit is not None:
+                time.sleep(grace_s)
+                sys.stderr.write(f"\nstill shutting down {grace_s:.0f} s after {signal.Signals(hit).name}: exiting "
+                                 "now (rerun the same command to resume)\n")
+                sys.stderr.flush()
+                os._exit(128 + hit)
+
+    threading.Thread(target=watch, name="ptxbench-exit-watchdog", daemon=True).start()
+    return True

@@ -50,6 +50,42 @@ def library_rows(out: Path) -> list[list[str]]:
     return rows
 
 
+def _baseline(problem: str, envelopes: list[dict]) -> str:
+    """The problem's baseline library, with the version an envelope recorded (when one did)."""
+    sys.path.insert(0, str(HERE.parent))
+    from ptxcore.problems import get_problem
+
+    library = get_problem(problem).extension.baseline.library.value
+    for r in envelopes:
+        versions = (r.get("environment") or {}).get("library_versions") or {}
+        version = versions.get(f"baseline:{library}")
+        if version:
+            return f"{library} {version}"
+    return f"{library} (version not recorded)"
+
+
+def problem_rows(out: Path) -> list[list[str]]:
+    """One row per problem: its baseline, reference latency and the best of our kernels (fastest PASSED, else
+    the first verdict found)."""
+    rows = []
+    for folder in sorted(p for p in HERE.iterdir() if p.is_dir() and any(p.glob("*.cu"))):
+        problem = folder.name
+        found = {k.stem: json.loads((out / f"{problem}__{k.stem}.json").read_text())
+                 for k in sorted(folder.glob("*.cu")) if (out / f"{problem}__{k.stem}.json").is_file()}
+        if not found:
+            rows.append([problem, _baseline(problem, []), "–", "no result", "–", "–", "–"])
+            continue
+        passed = {k: r for k, r in found.items() if r["status"] == "PASSED" and r.get("performance")}
+        name, best = (max(passed.items(), key=lambda kv: kv[1]["performance"]["speedup_factor"]) if passed
+                      else next(iter(found.items())))
+        refs = [r["performance"]["reference_latency_ms"] for r in found.values() if r.get("performance")]
+        perf = best.get("performance")
+        rows.append([problem, _baseline(problem, list(found.values())), _fmt(refs[0] if refs else None, ".4f"),
+                     f"`{name}.cu`", best["status"], _fmt(perf and perf["speedup_factor"], ".3f"),
+                     best["target_instruction"]["status"]])
+    return rows
+
+
 def replay_rows(out: Path) -> list[list[str]]:
     rows = []
     for path in sorted(out.glob("replay__*.json")):
@@ -82,6 +118,13 @@ def markdown(header: list[str], rows: list[list[str]]) -> str:
 def render(out: Path) -> str:
     parts = [
         environment_line(out),
+        "",
+        "Per problem (our best kernel: the fastest PASSED one, else the first verdict):",
+        "",
+        markdown(["Problem", "Baseline", "Reference (ms)", "Best kernel", "Verdict", "Speedup", "Target"],
+                 problem_rows(out)),
+        "",
+        "Every kernel:",
         "",
         markdown(
             [

@@ -53,6 +53,8 @@ resume         560  campaign, resumed from a carried warehouse (.carry/runs_h200
 batch          420  benchmarks/device/judge_batch.py: one judge over \$BATCH (default: the library, then every replay turn)
 sandbox-check  240  benchmarks/device/sandbox_gpu_check.py: CUDA, IPC, sanitizer, ncu inside the sandbox
 hostile        300  pytest tests/gpu/test_hostile_gpu.py: the hostile controls in order, envelopes to hostile.jsonl
+hostile-controls 480  the hostile controls, then the 15 golden controls: one ordered pytest run (issue 14)
+sandbox-cost   240  benchmarks/judge_sandbox_cost.py: the GEMM judged with and without the sandbox (A B B A)
 bwd-precision   90  python -m research.precision.bwd_h200: dS rounding variants vs the judge's cuDNN refs
 diag           120  python -m research.precision.diagnose_mha_bwd \$DIAG_KERNEL: candidate vs cuDNN vs float64
 "
@@ -182,6 +184,17 @@ stage_hostile() {
   PTXBENCH_HOSTILE_OUT=$RUN_OUT/hostile.jsonl \
     "$PYTHON" -m pytest tests/gpu/test_hostile_gpu.py -m gpu -p no:cacheprovider -q -rA -s \
     --junitxml="$RUN_OUT/hostile.xml"
+}
+
+stage_hostile_controls() {
+  PTXBENCH_HOSTILE_OUT=$RUN_OUT/hostile.jsonl PTXBENCH_CONTROLS_OUT=$RUN_OUT/controls.jsonl \
+    PTXBENCH_TEST_CACHE=$PTXBENCH_CACHE_DIR "$PYTHON" -m pytest tests/gpu/test_hostile_gpu.py tests/gpu/test_controls.py \
+    -m gpu -p no:cacheprovider -q -rA -s --junitxml="$RUN_OUT/hostile_controls.xml"
+}
+
+stage_sandbox_cost() {
+  # shellcheck disable=SC2086
+  "$PYTHON" benchmarks/judge_sandbox_cost.py ${SANDBOX_COST_ARGS:-} --json "$RUN_OUT/judge_sandbox_cost.json"
 }
 
 stage_packs() {

@@ -2,7 +2,8 @@
 
     PTXBENCH_BWRAP=$PWD/.carry/bwrap/bwrap python3 benchmarks/device/sandbox_gpu_check.py --out $OUT
 
-Each check runs in a fresh sandbox built by ptxcore.sandbox.presets.gpu_stage_policy and prints one row
+Each check runs in a fresh sandbox under the judge's own GPU-stage policy (ptxcore.gpu.harness.confine)
+and prints one row
 (check, policy variant, ok, seconds, detail); all rows go to $OUT/sandbox_gpu.json. Checks: the sandbox
 starts (as nobody and as root), nvidia-smi, CUDA in Python (cupy) and memfd_create, CUDA IPC from a judge
 process outside into the sandbox (PID/IPC namespaces on and off), loading a CPU-stage build (no -lcuda)
@@ -25,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from ptxcore.sandbox import RunAs, Sandbox, SandboxUnavailableError, check_available, presets  # noqa: E402
+from ptxcore.sandbox import RunAs, Sandbox, SandboxUnavailableError, check_available  # noqa: E402
 
 VECADD = r"""
 #include <cstdio>
@@ -45,33 +46,14 @@ print("ipc read", float(cupy.ndarray((1024,), cupy.float32, cupy.cuda.MemoryPoin
 ROWS: list[dict] = []
 
 
-def toolkit_root() -> str:
-    from ptxcore.compile.toolchain import toolchain
-
-    return toolchain("hopper").toolkit_root
-
-
-def python_paths() -> list[str]:
-    """The interpreter's package folders, without the repository root (its runs and caches stay out)."""
-    keep = [p for p in sys.path if p and Path(p).is_dir() and Path(p).resolve() != REPO]
-    return [*keep, str(REPO / "ptxcore")]
-
-
-def ncu_dir() -> list[Path]:
-    """Nsight Compute's install folder (its launcher loads libraries and sections from there)."""
-    from ptxcore.sass.tools import find_tool
-
-    try:
-        return [presets.tool_install_dir(find_tool("ncu"))]
-    except Exception:  # noqa: BLE001 - no ncu here: the ncu rows then fail and say so
-        return []
-
-
 def policy(name: str, **kw):
-    pol = presets.gpu_stage_policy(name, python_paths=python_paths(), toolkit_root=toolkit_root(),
-                                   tool_paths=ncu_dir(),
-                                   env={"PYTHONPATH": ":".join([*python_paths()[:-1], str(REPO)])}, **kw)
-    return pol
+    """The judge's own GPU-stage policy (ptxcore.gpu.harness.confine), with `kw` (run_as, profiling_admin,
+    unshare_*) changed for the variants."""
+    from ptxcore.gpu.harness.confine import stage_policy
+
+    if kw.get("profiling_admin"):
+        kw["run_as"] = RunAs.CALLER
+    return stage_policy(name.removeprefix("gpu-"), None).model_copy(update=kw)
 
 
 def record(check: str, variant: str, fn) -> None:

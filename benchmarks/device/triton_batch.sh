@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call for the Triton track (issue 16), under 4 minutes on the H200 with the default TRITON_TESTS=judge:
 #
-#   bash benchmarks/device/triton_batch.sh          # carry [".carry/judge_whl"] (pydantic, pyyaml, cupti-python, ...)
+#   bash benchmarks/device/triton_batch.sh          # carry [".carry/judge_whl", ".carry/bwrap"]
 #
 # TRITON_TESTS=judge (default): every solutions/triton kernel and every Triton control through the judge
 #   (`judge_candidate(..., language="triton")`: validator on the GPU host, child session in mode triton, memcheck
@@ -17,13 +17,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/triton-batch-out}; mkdir -p "$OUT/ncu"
-WHEELS=${WHEELS:-.carry/judge_whl}
-if ls "$WHEELS"/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$WHEELS"/*.whl \
-    > "$OUT/pip.log" 2>&1 || { echo "wheel install failed"; cat "$OUT/pip.log"; exit 3; }
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 PATH=/usr/local/cuda/bin:$PATH
+# the common GPU-host environment: the judge's wheels (.carry/judge_whl) into /tmp/site, PYTHONPATH, PATH, and the
+# carried bubblewrap (.carry/bwrap) as PTXBENCH_BWRAP: the Triton child, memcheck and ncu run in the sandbox
+WHEELS= PIP_LOG=$OUT/pip.log . benchmarks/device/preamble.sh || { echo "preamble failed"; exit 3; }
 export PTXBENCH_CACHE_DIR=${PTXBENCH_CACHE_DIR:-/tmp/ptxbench-cache} PTXBENCH_TRITON_OUT=$OUT/triton_rows.jsonl
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 : > "$PTXBENCH_TRITON_OUT"
@@ -31,7 +27,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
   ncu --version | tail -1; compute-sanitizer --version | tail -1
   python3 -c "import torch, triton, cupy, pydantic; from cupti import cupti; print('torch', torch.__version__, 'triton', triton.__version__, 'cupy', cupy.__version__, 'pydantic', pydantic.__version__, 'cupti ok')"
 } 2>&1 | tee "$OUT/env.txt"
-python3 -c "import pydantic, yaml; from cupti import cupti" 2>/dev/null || { echo "missing pydantic/pyyaml/cupti: carry $WHEELS"; exit 3; }
+python3 -c "import pydantic, yaml; from cupti import cupti" 2>/dev/null || { echo "missing pydantic/pyyaml/cupti: carry .carry/judge_whl"; exit 3; }
 SELECT=(-k judge)
 [ "${TRITON_TESTS:-judge}" = all ] && SELECT=()
 echo "=== tests (${TRITON_TESTS:-judge}) $(date +%T)"

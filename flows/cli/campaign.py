@@ -123,7 +123,7 @@ def _run_with_progress(cfg, **params):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from flows.campaign import PROGRESS_LISTENERS, campaign_flow
-    from flows.runtime import start_temporary_prefect_server
+    from flows.runtime import arm_exit_watchdog, start_temporary_prefect_server
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     console = Console(stderr=True)
@@ -137,6 +137,7 @@ def _run_with_progress(cfg, **params):
 
         PROGRESS_LISTENERS.append(listener)
         try:
+            arm_exit_watchdog()  # a signalled campaign ends within seconds, whatever Prefect's handlers do
             start_temporary_prefect_server()  # here, in the main thread: it dies with this process
             summary = campaign_flow(**params)
         except _run_errors() as exc:

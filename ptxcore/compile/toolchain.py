@@ -65,6 +65,12 @@ def _toolkit(nvcc: str) -> tuple[str, str]:
     return str(root), version.group(1) if version else out.strip().splitlines()[-1]
 
 
+@functools.lru_cache(maxsize=4)
+def toolkit_root_of(nvcc: str) -> str:
+    """The CUDA toolkit folder of an nvcc (through wrapper scripts and links)."""
+    return _toolkit(nvcc)[0]
+
+
 def _host_compiler() -> tuple[str, tuple[str, ...]]:
     """(g++ version, g++'s standard include directories) - what nvcc's preprocessing passes use."""
     version = _run(["g++", "-dumpfullversion"]).strip()

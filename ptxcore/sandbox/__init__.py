@@ -24,11 +24,12 @@ from .models import (
     SandboxPolicy,
     SandboxStatus,
     ro,
+    rw,
 )
 from .runner import OPT_OUT_ENV, Sandbox, SandboxProcess, check_available, run, sandbox_disabled
 
 __all__ = [
     "presets", "SandboxUnavailableError", "check_available", "find_bwrap", "POLICY_VERSION", "Limits",
-    "Mount", "MountKind", "RunAs", "SandboxOutcome", "SandboxPolicy", "SandboxStatus", "ro", "OPT_OUT_ENV",
+    "Mount", "MountKind", "RunAs", "SandboxOutcome", "SandboxPolicy", "SandboxStatus", "ro", "rw", "OPT_OUT_ENV",
     "Sandbox", "SandboxProcess", "run", "sandbox_disabled",
 ]

@@ -61,7 +61,7 @@ def _mount_flags(policy: SandboxPolicy, scratch: Path) -> list[str]:
         elif m.kind is MountKind.SYMLINK:
             out += ["--symlink", m.source or "", m.target]
         else:
-            verb = "--ro-bind" if m.kind is MountKind.RO_BIND else "--dev-bind"
+            verb = {MountKind.RO_BIND: "--ro-bind", MountKind.RW_BIND: "--bind"}.get(m.kind, "--dev-bind")
             out += [verb + ("-try" if m.optional else ""), m.host_path, m.target]
     return out
 

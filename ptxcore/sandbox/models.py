@@ -27,6 +27,9 @@ class MountKind(str, Enum):
 
     RO_BIND = "ro_bind"
     """Host path visible read-only (--ro-bind)."""
+    RW_BIND = "rw_bind"
+    """Host path visible and writable (--bind): only for state a stage must hand to the next one (a
+    Triton candidate's own compile cache), never the judge's."""
     DEV_BIND = "dev_bind"
     """Host device node usable (--dev-bind), e.g. /dev/nvidia0."""
     TMPFS = "tmpfs"
@@ -61,7 +64,7 @@ class Mount(FrozenModel):
             raise ValueError("a tmpfs has no source")
         if self.kind is MountKind.SYMLINK and not self.source:
             raise ValueError("a symlink needs its link text as source")
-        if self.kind in (MountKind.RO_BIND, MountKind.DEV_BIND) and self.source is not None:
+        if self.kind in (MountKind.RO_BIND, MountKind.RW_BIND, MountKind.DEV_BIND) and self.source is not None:
             _check_abs(self.source)
         return self
 
@@ -74,6 +77,11 @@ class Mount(FrozenModel):
 def ro(path: str, target: str | None = None, optional: bool = False) -> Mount:
     """A read-only bind of a host path (at the same path unless `target`)."""
     return Mount(kind=MountKind.RO_BIND, target=target or path, source=path, optional=optional)
+
+
+def rw(path: str, target: str | None = None) -> Mount:
+    """A writable bind of a host path (at the same path unless `target`)."""
+    return Mount(kind=MountKind.RW_BIND, target=target or path, source=path)
 
 
 class Limits(FrozenModel):

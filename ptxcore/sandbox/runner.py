@@ -91,6 +91,40 @@ class SandboxProcess:
             except ProcessLookupError:
                 pass
 
+    def member_pids(self) -> list[int]:
+        """Host PIDs of the processes inside, for the judge's own look at them (/proc/PID/maps): every process
+        in the sandbox's PID namespace (found by /proc/PID/ns/pid, which needs no CONFIG_PROC_CHILDREN, absent
+        on the H200 host's kernel), else the command and its descendants by parent PID."""
+        self.drain_status()
+        roots = _child_pids(self.status) or [self.popen.pid]
+        if self.status:  # bwrap started: its init is inside the new PID namespace (when the policy asks)
+            try:
+                ns = os.readlink(f"/proc/{roots[0]}/ns/pid")
+                if ns != os.readlink("/proc/self/ns/pid"):
+                    return [pid for pid in _all_pids() if _pid_ns(pid) == ns]
+            except OSError:
+                pass
+        parents = {pid: _ppid(pid) for pid in _all_pids()}
+        seen, todo = [], list(roots)
+        while todo:
+            pid = todo.pop()
+            if pid not in seen:
+                seen.append(pid)
+                todo.extend(child for child, parent in parents.items() if parent == pid)
+        return seen
+
+    def exit_code(self) -> int | None:
+        """How the command ended, as Popen.returncode does (negative: killed by that signal); None while it
+        runs. bwrap reports a signal death as 128 + signal (so an exit(137) reads as SIGKILL)."""
+        code = self.popen.poll()
+        if code is None:
+            return None
+        self.drain_status()
+        reported = _exit_code(self.status)
+        if reported is None:
+            return code
+        return -(reported - 128) if 128 < reported <= 128 + 64 else reported
+
     def drain_status(self) -> None:
         """Read what bwrap has reported so far (non-blocking)."""
         while self.status_fd is not None:
@@ -283,6 +317,25 @@ def _pump(proc: SandboxProcess, streams: dict, deadline: float) -> bool:
         return True
     finally:
         sel.close()
+
+
+def _all_pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+def _pid_ns(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat.rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _status_docs(status: bytes) -> list[dict]:

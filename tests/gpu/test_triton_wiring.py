@@ -224,8 +224,6 @@ def test_the_cuda_tool_commands_are_unchanged(tools_on_path):
 
 
 def test_triton_tool_runs_get_the_files_and_ncu_the_kernel_filter(tools_on_path, tmp_path, monkeypatch):
-    import subprocess
-
     from ptxcore.gpu.harness import ncu
     from ptxcore.gpu.harness.sanitizer import memcheck_command
     from ptxcore.schema import TargetInstruction
@@ -233,13 +231,14 @@ def test_triton_tool_runs_get_the_files_and_ncu_the_kernel_filter(tools_on_path,
     files = TritonFiles.create("import triton\n", parent=tmp_path)
     cmd = memcheck_command(files, GEMM, "w", 7, 0, 1)
     assert "--library" not in cmd and cmd[cmd.index("--triton-source") + 1] == str(files.source)
-    seen = []
-    monkeypatch.setattr(ncu.subprocess, "run", lambda c, **kw: seen.append(c) or subprocess.CompletedProcess(c, 0, "", ""))
+    tools_on_path.write_text('#!/bin/sh\necho "host $(hostname) args $*"; cat "$(echo "$*" | sed \'s/.*--triton-source //; s/ .*//\')"\n')
     monkeypatch.setattr(ncu, "ncu_version", lambda: "ncu test")
-    ev = ncu.profile_target(files, GEMM, "w", 7, 0, HOPPER, 60.0, kernel_names=["gemm_b", "gemm_a"])
-    assert seen[0][:3] == [str(tools_on_path), "--kernel-name", "regex:^(gemm_a|gemm_b)$"]
-    assert seen[0][seen[0].index("--triton-cache") + 1] == str(files.cache)
-    assert ev.status is TargetInstruction.UNKNOWN  # ncu printed nothing: never a guess
+    raw = tmp_path / "ncu.txt"
+    ev = ncu.profile_target(files, GEMM, "w", 7, 0, HOPPER, 60.0, raw_log=raw, kernel_names=["gemm_b", "gemm_a"])
+    text = raw.read_text()
+    assert "host sandbox args --kernel-name regex:^(gemm_a|gemm_b)$ " in text  # it ran in the sandbox
+    assert f"--triton-cache {files.cache} " in text and "import triton" in text  # and saw the candidate's files
+    assert ev.status is TargetInstruction.UNKNOWN  # ncu printed nothing useful: never a guess
     files.remove()
 
 

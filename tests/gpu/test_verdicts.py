@@ -69,6 +69,10 @@ def test_call_without_gpu_work_is_flagged_but_all_silent_is_left_to_the_caller()
     busy, idle = CallTiming(0, 10, 1, 1, ()), CallTiming(1, 0, 0, 0, ())
     assert work_verdict([_rec(0, GOOD, timing=busy), _rec(1, GOOD, timing=idle)]).status is EvaluationStatus.REWARD_HACK
     assert work_verdict([_rec(0, GOOD, timing=idle)]) is None
+    # CUPTI proved working (the calibration memset was seen): correct outputs with no GPU work at all were
+    # written some other way
+    v = work_verdict([_rec(0, GOOD, timing=idle)], instrument_ok=True)
+    assert v.status is EvaluationStatus.REWARD_HACK and "no GPU work" in v.reason
 
 
 def test_forbidden_libraries_linked_or_loaded_are_rejected():

@@ -98,3 +98,14 @@ def test_readme_section_is_replaced_in_place(out_dir, tmp_path):
 def test_bad_out_dir_is_one_line_error(tmp_path, capsys):
     assert MT.main([str(tmp_path / "missing")]) == 2
     assert "is not a directory" in capsys.readouterr().err
+
+
+def test_one_row_per_problem_with_the_fastest_passing_kernel(out_dir):
+    (out_dir / "gemm_n7168_k5120__cuda_core.json").write_text(
+        json.dumps(envelope(EvaluationStatus.PASSED, 20.0, 0.82)))
+    rows = {row[0]: row for row in MT.problem_rows(out_dir)}
+    gemm = rows["gemm_n7168_k5120"]
+    assert gemm[1] == "cublas (version not recorded)" and gemm[2] == "0.8200"
+    assert gemm[3:] == ["`wgmma_tma_ws.cu`", "PASSED", "0.820", "executed"]
+    assert rows["mha_bwd_d64"][3] == "no result"  # no envelope: said, never filled in
+    assert len(rows) == len({k.parent.name for k in SOLUTIONS.glob("*/*.cu")})

@@ -1,9 +1,12 @@
 """Parent side of the isolated child: spawn, talk with deadlines, classify how it ended, kill cleanly.
 
-The child runs in its own session (process group) with a scrubbed environment (no API keys or other
-secrets), a private working directory, and its stdout/stderr in a log file that the judge trims for
-feedback. A missed deadline kills the whole group (TIMEOUT); a child that dies mid-call (exit(),
-segfault, sticky CUDA error) is reported with its exit status (RUNTIME_ERROR).
+A candidate's child (modes ffi and triton) runs in the OS sandbox (ptxcore.gpu.harness.confine): no
+network, none of the judge's files, its own PID namespace (nothing it starts survives the session), a private
+scratch directory as home and working directory, an environment built from the policy alone. The trusted
+baseline's child runs in its own session with a scrubbed environment (no API keys or other secrets) and a
+private working directory. Either way its stdout/stderr go to a log file that the judge trims for feedback,
+never to the judge's pipe. A missed deadline kills the whole child (TIMEOUT); a child that dies mid-call
+(exit(), segfault, sticky CUDA error) is reported with its exit status (RUNTIME_ERROR).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ptxcore.gpu.errors import InfraError
 from ptxcore.gpu.messages import (
     Channel,
     ChannelClosed,
@@ -27,6 +32,12 @@ from ptxcore.gpu.messages import (
     ProtocolViolation,
     new_nonce,
 )
+from ptxcore.sandbox import SandboxUnavailableError
+
+if TYPE_CHECKING:
+    from ptxcore.gpu.harness.confine import StageSandbox
+    from ptxcore.gpu.harness.triton import TritonFiles
+    from ptxcore.sandbox.runner import SandboxProcess
 
 log = logging.getLogger(__name__)
 
@@ -101,28 +112,61 @@ class ChildProcess:
     log_path: Path
     nonce: str = ""
     seq: int = 0
+    stage: StageSandbox | None = None
+    """The sandbox of a candidate's child (None: the trusted baseline's)."""
+    boxed: SandboxProcess | None = None
 
     @classmethod
-    def spawn(cls, device: int, mode: str, startup_timeout_s: float) -> ChildProcess:
+    def spawn(cls, device: int, mode: str, startup_timeout_s: float,
+              candidate: Path | TritonFiles | None = None) -> ChildProcess:
+        """Start a child session; a candidate mode's child (ffi: `candidate` is the built library; triton: its
+        TritonFiles) starts inside the sandbox, and `load_args` then names the candidate as it sees it."""
+        from ptxcore.gpu.harness.confine import CANDIDATE_MODES, StageSandbox
+
         cmd_r, cmd_w = os.pipe()
         rep_r, rep_w = os.pipe()
         work = tempfile.TemporaryDirectory(prefix="ptxbench-child-")
         log_path = Path(work.name) / "child.log"
-        with open(log_path, "wb") as log_fh:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "ptxcore.gpu.child", "session", "--cmd-fd", str(cmd_r),
-                 "--reply-fd", str(rep_w), "--device", str(device), "--session-mode", mode],
-                pass_fds=(cmd_r, rep_w), stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
-                cwd=work.name, env=child_env(workdir=Path(work.name)), start_new_session=True,
-            )
+        stage = boxed = None
+        try:
+            with open(log_path, "wb") as log_fh:
+                if mode in CANDIDATE_MODES:
+                    stage = StageSandbox("child", candidate).__enter__()
+                    boxed = stage.spawn(
+                        [sys.executable, "-m", "ptxcore.gpu.child", "session", "--cmd-fd", str(cmd_r),
+                         "--reply-fd", str(rep_w), "--device", str(device), "--session-mode", mode],
+                        stdout=log_fh, stderr=subprocess.STDOUT, pass_fds=(cmd_r, rep_w))
+                    proc = boxed.popen
+                else:
+                    proc = subprocess.Popen(
+                        [sys.executable, "-m", "ptxcore.gpu.child", "session", "--cmd-fd", str(cmd_r),
+                         "--reply-fd", str(rep_w), "--device", str(device), "--session-mode", mode],
+                        pass_fds=(cmd_r, rep_w), stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
+                        cwd=work.name, env=child_env(workdir=Path(work.name)), start_new_session=True,
+                    )
+        except BaseException as exc:
+            for fd in (cmd_r, cmd_w, rep_r, rep_w):
+                os.close(fd)
+            if stage is not None:
+                stage.__exit__(None, None, None)
+            work.cleanup()
+            if isinstance(exc, SandboxUnavailableError):
+                raise InfraError(f"the candidate's sandbox does not start: {exc}") from exc
+            raise
         os.close(cmd_r)
         os.close(rep_w)
-        child = cls(proc, Channel(rep_r, cmd_w), work, log_path, nonce=new_nonce())
+        child = cls(proc, Channel(rep_r, cmd_w), work, log_path, nonce=new_nonce(), stage=stage, boxed=boxed)
         hello = child.request(ChildOp.HELLO, {"nonce": child.nonce}, "child start-up", startup_timeout_s)
         if not hello.get("ok"):
             child.kill()
             raise ChildDied(f"child failed to start: {hello.get('error')}", child.log_tail())
         return child
+
+    def load_args(self, load: dict) -> dict:
+        """The LOAD request's arguments as the child sees the candidate (the library's copy in its sandbox)."""
+        if self.stage is not None and "library" in load:
+            return {**load, "library": str(self.stage.candidate)}
+        return load
 
     def log_tail(self) -> str:
         try:
@@ -147,22 +191,34 @@ class ChildProcess:
             raise ChildDied(describe_exit(code), self.log_tail()) from None
 
     def mapped_libraries(self) -> list[str]:
-        """Paths of the shared objects mapped into the child right now (/proc/PID/maps)."""
+        """Paths of the shared objects mapped right now into the child (/proc/PID/maps) and, in a sandbox,
+        into every process it started there."""
         from ptxcore.gpu.harness.deps import parse_maps
 
-        try:
-            return parse_maps(Path(f"/proc/{self.proc.pid}/maps").read_text())
-        except OSError:
-            return []
+        pids = self.boxed.member_pids() if self.boxed is not None else [self.proc.pid]
+        found: list[str] = []
+        for pid in pids:
+            try:
+                found += [p for p in parse_maps(Path(f"/proc/{pid}/maps").read_text()) if p not in found]
+            except OSError:
+                continue
+        return found
+
+    def returncode(self) -> int | None:
+        """The child's exit status (negative: killed by that signal), None while it runs."""
+        return self.boxed.exit_code() if self.boxed is not None else self.proc.poll()
 
     def _wait(self, timeout_s: float) -> int | None:
         try:
-            return self.proc.wait(timeout=timeout_s)
+            self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             self.kill()
-            return self.proc.returncode
+        return self.returncode()
 
     def kill(self) -> None:
+        if self.boxed is not None and self.stage is not None:
+            self.stage.kill(self.boxed)  # the sandbox's PID namespace: the child and all it started
+            return
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -182,4 +238,6 @@ class ChildProcess:
             self._wait(10.0)
         self.kill()
         self.channel.close()
+        if self.stage is not None:
+            self.stage.__exit__(None, None, None)
         self.workdir.cleanup()

@@ -16,14 +16,13 @@ import logging
 import re
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from ptxcore.arch import Architecture
 from ptxcore.gpu.child.standalone import NVTX_RANGE
-from ptxcore.gpu.harness.isolation import child_env
 from ptxcore.gpu.harness.triton import TritonFiles, candidate_args
+from ptxcore.sandbox import SandboxStatus, SandboxUnavailableError
 from ptxcore.sass.tools import find_tool
 from ptxcore.schema import StaticTarget, TargetInstruction, TargetInstructionEvidence
 
@@ -170,25 +169,33 @@ def profile_target(
     library: Path | TritonFiles, problem: str, workload: str, seed: int, device: int, arch: Architecture,
     timeout_s: float, raw_log: Path | None = None, kernel_names: list[str] | None = None,
 ) -> TargetInstructionEvidence:
-    """Run ncu once; `unknown` evidence (never an exception) when it fails. `kernel_names`: profile only these
+    """Run ncu once, in the candidate's sandbox; `unknown` evidence (never an exception) when it fails. `kernel_names`: profile only these
     kernels (a Triton candidate's launched kernels: `--kernel-name regex:^(...)$`)."""
-    cmd = ncu_command(library, problem, workload, seed, device)
-    if kernel_names:
-        from ptxcore.triton.evidence import with_kernel_filter
+    from ptxcore.gpu.harness.confine import StageSandbox, outcome_returncode
 
-        cmd = with_kernel_filter(cmd, kernel_names)
-    with tempfile.TemporaryDirectory(prefix="ptxbench-ncu-") as work:
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=work,
-                                  env=child_env(workdir=Path(work)))
-        except subprocess.TimeoutExpired:
-            return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, static=StaticTarget.PRESENT,
-                                             tool="ncu", reason=f"ncu timed out after {timeout_s:.0f} s")
-    text = (proc.stdout or "") + "\n" + (proc.stderr or "")
+    def argv(inside: Path | TritonFiles) -> list[str]:
+        cmd = ncu_command(inside, problem, workload, seed, device)
+        if kernel_names:
+            from ptxcore.triton.evidence import with_kernel_filter
+
+            cmd = with_kernel_filter(cmd, kernel_names)
+        return cmd
+
+    try:
+        with StageSandbox("ncu", library) as stage:
+            outcome = stage.run(argv(stage.candidate), timeout_s)
+    except SandboxUnavailableError as exc:
+        return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, static=StaticTarget.PRESENT,
+                                         tool="ncu", reason=f"ncu not run: {exc}"[:500])
+    if outcome.status is SandboxStatus.TIMED_OUT:
+        return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, static=StaticTarget.PRESENT,
+                                         tool="ncu", reason=f"ncu timed out after {timeout_s:.0f} s")
+    text = outcome.stdout + "\n" + outcome.stderr
     if raw_log is not None:
         raw_log.write_text(text)
-    log.info("ncu rc=%s, %d chars", proc.returncode, len(text))
-    return evidence_from_text(text, arch, proc.returncode, ncu_version())
+    code = outcome_returncode(outcome)
+    log.info("ncu rc=%s, %d chars", code, len(text))
+    return evidence_from_text(text, arch, code, ncu_version())
 
 
 def dump_evidence(ev: TargetInstructionEvidence) -> str:

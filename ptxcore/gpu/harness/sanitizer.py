@@ -1,4 +1,4 @@
-"""Memory-safety gate: compute-sanitizer memcheck around a standalone child call.
+"""Memory-safety gate: compute-sanitizer memcheck around a standalone child call, in the candidate's sandbox.
 
 The child generates its inputs with torch while PYTORCH_NO_CUDA_MEMORY_CACHING=1, so every tensor is its
 own allocation and an out-of-bounds access inside what would otherwise be a cached block is seen.
@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import logging
 import re
-import subprocess
 import sys
-import tempfile
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from ptxcore.gpu.harness.isolation import child_env
+from ptxcore.gpu.errors import InfraError
 from ptxcore.gpu.harness.triton import TritonFiles, candidate_args
+from ptxcore.sandbox import SandboxStatus, SandboxUnavailableError
 from ptxcore.sass.tools import find_tool
 
 log = logging.getLogger(__name__)
@@ -80,40 +79,32 @@ def memcheck_command(library: Path | TritonFiles, problem: str, workload: str, s
     ]
 
 
-def run_memcheck_once(cmd: list[str], timeout_s: float) -> MemcheckRun:
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="ptxbench-memcheck-") as work:
-        env = child_env({"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, Path(work))
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                cwd=work, env=env, start_new_session=True)
-        try:
-            out, _ = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            out, _ = proc.communicate()
-            return MemcheckRun(MemcheckOutcome.TIMEOUT, 0, trim_report(out or ""), None,
-                               time.monotonic() - started)
-    outcome, errors, report = parse_memcheck(out or "", proc.returncode)
-    if outcome is MemcheckOutcome.INCONCLUSIVE:
-        log.warning("memcheck inconclusive (rc %s): %s", proc.returncode, (out or "")[-1500:])
-    return MemcheckRun(outcome, errors, report, proc.returncode, time.monotonic() - started)
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    import os
-    import signal
+def run_memcheck_once(candidate: Path | TritonFiles, argv: Callable[[Path | TritonFiles], list[str]],
+                      timeout_s: float) -> MemcheckRun:
+    """One memcheck run in the candidate's sandbox; `argv(candidate as the sandbox sees it)` is the command."""
+    from ptxcore.gpu.harness.confine import StageSandbox, outcome_returncode
 
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
+        with StageSandbox("memcheck", candidate, env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}) as stage:
+            outcome = stage.run(argv(stage.candidate), timeout_s)
+    except SandboxUnavailableError as exc:
+        raise InfraError(f"memcheck not run: {exc}") from exc
+    out = outcome.stdout + outcome.stderr
+    if outcome.status is SandboxStatus.TIMED_OUT:
+        return MemcheckRun(MemcheckOutcome.TIMEOUT, 0, trim_report(out), None, outcome.duration_s)
+    code = outcome_returncode(outcome)
+    verdict, errors, report = parse_memcheck(out, code)
+    if verdict is MemcheckOutcome.INCONCLUSIVE:
+        log.warning("memcheck inconclusive (rc %s): %s", code, out[-1500:])
+    return MemcheckRun(verdict, errors, report, code, outcome.duration_s)
 
 
-def run_memcheck(cmd: list[str], timeout_s: float, max_runs: int) -> list[MemcheckRun]:
+def run_memcheck(candidate: Path | TritonFiles, argv: Callable[[Path | TritonFiles], list[str]], timeout_s: float,
+                 max_runs: int) -> list[MemcheckRun]:
     """Run until a conclusive outcome (clean, errors, timeout) or `max_runs` runs."""
     runs: list[MemcheckRun] = []
     for _ in range(max_runs):
-        run = run_memcheck_once(cmd, timeout_s)
+        run = run_memcheck_once(candidate, argv, timeout_s)
         runs.append(run)
         if run.outcome is not MemcheckOutcome.INCONCLUSIVE:
             break

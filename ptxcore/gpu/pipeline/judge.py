@@ -147,11 +147,12 @@ class GpuJudge:
         return Tolerance(c.atol if c.atol is not None else t.atol, c.rtol if c.rtol is not None else t.rtol,
                          c.matched_ratio if c.matched_ratio is not None else t.matched_ratio)
 
-    def plan(self, problem: Problem, mode: str, load: dict, needed: tuple[str, ...] = ()) -> SessionPlan:
+    def plan(self, problem: Problem, mode: str, load: dict, needed: tuple[str, ...] = (),
+             candidate: Path | TritonFiles | None = None) -> SessionPlan:
         c = self.config
         return SessionPlan(mode, load, c.trials, c.warmup, c.iters, c.permute_inputs, self.tolerance(problem),
                            c.call_timeout_s, c.startup_timeout_s, c.throttle_retries, c.device, needed,
-                           enforce_rules=mode in ("ffi", "triton"))
+                           enforce_rules=mode in ("ffi", "triton"), candidate=candidate)
 
     # ---- the build -------------------------------------------------------------------------
     def build(self, source: str, arch: Architecture, compiled: CompiledCandidate | None = None,
@@ -221,7 +222,8 @@ class GpuJudge:
         except (ElfError, OSError) as exc:
             raise InfraError(f"cannot read the built shared object: {exc}") from exc
         state, ref = self._workload(problem, gpu, r)
-        plan = self.plan(problem, "ffi", {"mode": "ffi", "library": str(compiled.artifact)}, needed)
+        plan = self.plan(problem, "ffi", {"mode": "ffi", "library": str(compiled.artifact)}, needed,
+                         candidate=compiled.artifact)
         from ptxcore.gpu.child.driver import reset_persisting_l2
 
         reset_persisting_l2()  # nothing a previous candidate left persisting in L2 carries over
@@ -247,7 +249,8 @@ class GpuJudge:
             from ptxcore.gpu.child.driver import reset_persisting_l2
 
             reset_persisting_l2()
-            session = CandidateSession(self.plan(problem, "triton", files.load_message()), state, gpu.flusher,
+            session = CandidateSession(self.plan(problem, "triton", files.load_message(), candidate=files), state,
+                                       gpu.flusher,
                                        gpu.monitor)
             gate = lambda: triton_memcheck(self.tools, files, session.out.launches, sha, problem,  # noqa: E731
                                            r.workload, r)

@@ -10,9 +10,11 @@ child), and a Triton compile error reported by the child is COMPILE_ERROR.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ptxcore.gpu.errors import InfraError
 from ptxcore.gpu.harness.buffers import SharedSlot
@@ -27,6 +29,7 @@ from ptxcore.gpu.harness.calls import (
 )
 from ptxcore.gpu.harness.isolation import ChildDied, ChildForged, ChildProcess, ChildTimeout
 from ptxcore.gpu.harness.state import WorkloadState
+from ptxcore.gpu.harness.triton import TritonFiles
 from ptxcore.gpu.messages import ChildOp
 from ptxcore.gpu.pipeline.verdicts import (
     Verdict,
@@ -78,6 +81,8 @@ class SessionPlan:
     device: int
     needed: tuple[str, ...] = ()
     enforce_rules: bool = True  # stream / library / zero-work rules (candidates, not the baseline)
+    candidate: Path | TritonFiles | None = None
+    """Modes ffi / triton: the built library or the TritonFiles, handed into the child's sandbox."""
 
 
 class CandidateSession:
@@ -92,7 +97,8 @@ class CandidateSession:
         child = None
         try:
             started = time.monotonic()
-            child = ChildProcess.spawn(self.plan.device, self.plan.mode, self.plan.startup_timeout_s)
+            child = ChildProcess.spawn(self.plan.device, self.plan.mode, self.plan.startup_timeout_s,
+                                       self.plan.candidate)
             self.out.verdict = self._drive(child, slots, gate, started)
         except ChildTimeout as exc:
             self.out.verdict = Verdict(EvaluationStatus.TIMEOUT, str(exc))
@@ -116,7 +122,8 @@ class CandidateSession:
         return self.out
 
     def _drive(self, child: ChildProcess, slots: list, gate, started: float) -> Verdict | None:  # noqa: ANN001
-        reply = child.request(ChildOp.LOAD, self.plan.load, "loading the module", self.plan.startup_timeout_s)
+        reply = child.request(ChildOp.LOAD, child.load_args(self.plan.load), "loading the module",
+                              self.plan.startup_timeout_s)
         if not reply.get("ok"):
             raise CallFailed(CallRecord(None, "load", 0, None), reply.get("error", "load failed"), reply.get("fault"))
         capacity = 2 * len(self.state.spec.outputs) * (
@@ -167,14 +174,21 @@ class CandidateSession:
     def _rules(self, child: ChildProcess, recs: list[CallRecord]) -> Verdict | None:
         if not self.plan.enforce_rules:
             return None
-        if recs and all(r.timing is not None and r.timing.records == 0 for r in recs):
+        if recs and all(r.timing is not None and r.timing.records == 0 for r in recs) and not self.out.env_streams:
+            # not even the child's calibration memset was seen: CUPTI is broken, not the candidate (one that
+            # launches nothing, with CUPTI working, is judged on its outputs and then by the work rule)
             raise InfraError("CUPTI recorded no GPU activity for any call (profiling unavailable?)")
         if self.plan.mode == "triton":
             return foreign_kernel_verdict(recs, set(self.out.launches.get("kernels", []))) or stream_verdict(recs)
-        return library_verdict(child.mapped_libraries(), list(self.plan.needed)) or stream_verdict(recs)
+        mapped = child.mapped_libraries()
+        own = child.load_args(self.plan.load).get("library")
+        if own and os.path.realpath(own) not in {os.path.realpath(m) for m in mapped}:
+            # not even the candidate's own library among what we read: we looked at the wrong process
+            raise InfraError(f"cannot read the candidate process's mapped libraries ({len(mapped)} paths seen)")
+        return library_verdict(mapped, list(self.plan.needed)) or stream_verdict(recs)
 
     def _work(self, recs: list[CallRecord]) -> Verdict | None:
-        return work_verdict(recs) if self.plan.enforce_rules else None
+        return work_verdict(recs, instrument_ok=bool(self.out.env_streams)) if self.plan.enforce_rules else None
 
     def _failed(self, exc: CallFailed) -> Verdict:
         """RUNTIME_ERROR, or COMPILE_ERROR with Triton's trimmed message when a Triton child classified it so."""

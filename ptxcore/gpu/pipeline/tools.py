@@ -49,9 +49,10 @@ class ToolStages:
         if hit is not None:
             result.sanitizer = SanitizerSummary.model_validate(hit["summary"])
             return None if hit["outcome"] == "clean" else Verdict(EvaluationStatus.RUNTIME_ERROR, hit["reason"])
-        cmd = memcheck_command(candidate, problem.name, workload, problem.extension.seed + TOOL_SEED_OFFSET,
-                               c.device, c.sanitizer_calls)
-        runs = run_memcheck(cmd, c.sanitizer_timeout_s, c.sanitizer_max_runs)
+        seed = problem.extension.seed + TOOL_SEED_OFFSET
+        runs = run_memcheck(candidate, lambda inside: memcheck_command(inside, problem.name, workload, seed, c.device,
+                                                                      c.sanitizer_calls),
+                            c.sanitizer_timeout_s, c.sanitizer_max_runs)
         last = runs[-1]
         result.sanitizer = SanitizerSummary(ran=len(runs), errors=last.errors, report=last.report)
         if last.outcome is MemcheckOutcome.TIMEOUT:

@@ -75,11 +75,13 @@ def stream_verdict(records: list[CallRecord]) -> Verdict | None:
     return None
 
 
-def work_verdict(records: list[CallRecord]) -> Verdict | None:
-    """A call whose outputs checked out but that ran nothing on the GPU wrote them some other way."""
+def work_verdict(records: list[CallRecord], instrument_ok: bool = False) -> Verdict | None:
+    """A call whose outputs checked out but that ran nothing on the GPU wrote them some other way.
+    `instrument_ok`: CUPTI saw the session's calibration memset, so calls with no activity at all ran nothing;
+    without that proof an all-silent session is an instrument problem, handled as INFRA by the caller."""
     timed = [r for r in records if r.timing is not None]
-    if timed and all(r.timing.records == 0 for r in timed):
-        return None  # CUPTI saw nothing at all: an instrument problem, handled as INFRA by the caller
+    if timed and all(r.timing.records == 0 for r in timed) and not instrument_ok:
+        return None
     for rec in timed:
         if rec.timing.records == 0:
             return Verdict(EvaluationStatus.REWARD_HACK, f"no GPU work recorded during {_where(rec)}")

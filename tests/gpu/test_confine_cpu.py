@@ -1,0 +1,210 @@
+"""The candidate's GPU stages in the OS sandbox, checked on a CPU host with the real bubblewrap: what a child
+session, memcheck or ncu run of a candidate can see, write, reach and leave behind."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ptxcore.gpu.harness.confine import LIBRARY_NAME, StageSandbox, hidden_links, stage_policy
+from ptxcore.gpu.harness.triton import TritonFiles
+from ptxcore.sandbox import MountKind, SandboxStatus, find_bwrap, presets
+
+try:
+    find_bwrap()
+except Exception:  # noqa: BLE001 - the sandbox's own tests say why
+    pytest.skip("bubblewrap is not installed here", allow_module_level=True)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _py(stage: StageSandbox, code: str, *args: str):
+    return stage.run([sys.executable, "-c", code, *args], 60)
+
+
+def test_the_policy_mounts_nothing_of_the_judge(tmp_path, monkeypatch):
+    monkeypatch.setenv("PTXBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    targets = {m.target for m in stage_policy("memcheck", None).mounts}
+    for private in (str(REPO), str(REPO / "runs"), str(REPO / "mlruns"), str(Path.home() / ".cache"),
+                    str(tmp_path / "cache")):
+        assert private not in targets
+    assert str(REPO / "ptxcore") in targets and str(REPO / "problems") in targets
+
+
+def test_a_built_library_is_copied_in_and_the_cache_entry_stays_unseen(tmp_path):
+    cache = tmp_path / "judge-cache" / "compile" / "abc"
+    cache.mkdir(parents=True)
+    lib = cache / "kernel.so"
+    lib.write_bytes(b"\x7fELF candidate")
+    (cache / "manifest.json").write_text('{"secret": "judge state"}')
+    with StageSandbox("child", lib) as stage:
+        assert stage.candidate == Path("/scratch") / LIBRARY_NAME
+        out = _py(stage, "import os, sys; print(open(sys.argv[1], 'rb').read()[:4]);"
+                  "print(os.path.exists(sys.argv[2]), os.path.exists(sys.argv[3]))",
+                  str(stage.candidate), str(lib), str(cache / "manifest.json"))
+    assert out.ok, out.stderr
+    assert out.stdout.split() == ["b'\\x7fELF'", "False", "False"]
+
+
+def test_judge_files_are_neither_readable_nor_writable(tmp_path):
+    state = tmp_path / "reference.json"
+    state.write_text("{}")
+    with StageSandbox("child", None) as stage:
+        out = _py(stage, "import sys\ntry:\n    open(sys.argv[1], 'a').write('x')\n    print('wrote')\n"
+                  "except OSError as e:\n    print('refused', type(e).__name__)", str(state))
+        touch = stage.run(["/bin/sh", "-c", f"touch {REPO}/ptxcore/planted 2>&1; echo rc=$?"], 30)
+    assert out.stdout.startswith("refused") and state.read_text() == "{}"
+    assert "rc=0" not in touch.stdout and not (REPO / "ptxcore" / "planted").exists()
+
+
+def test_no_network_to_a_loopback_listener():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    try:
+        with StageSandbox("child", None) as stage:
+            out = _py(stage, "import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', int(sys.argv[1])), 3)\n"
+                      "    print('connected')\nexcept OSError as e:\n    print('refused')", str(port))
+        listener.settimeout(0.2)
+        with pytest.raises(TimeoutError):
+            listener.accept()
+    finally:
+        listener.close()
+    assert out.stdout.strip() == "refused"
+
+
+def test_a_detached_process_dies_with_the_stage():
+    marker = f"600.{os.getpid()}{int(time.time())}"
+    with StageSandbox("child", None) as stage:
+        proc = stage.spawn(["/bin/sh", "-c", f"setsid sleep {marker} & sleep 30"])
+        time.sleep(0.5)
+        assert len(proc.member_pids()) >= 2  # the judge sees the processes inside (for /proc/PID/maps)
+        stage.kill(proc)
+    time.sleep(0.3)
+    alive = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p).find(marker) >= 0]
+    assert not alive
+
+
+def _cmdline(p: Path) -> str:
+    try:
+        return (p / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_a_signal_death_reads_as_a_signal():
+    with StageSandbox("child", None) as stage:
+        proc = stage.spawn(["/bin/sh", "-c", "kill -SEGV $$"])
+        proc.popen.wait(30)
+        assert proc.exit_code() == -11
+
+
+def test_triton_files_source_read_only_cache_writable(tmp_path):
+    files = TritonFiles.create("import triton\n", parent=tmp_path)
+    try:
+        with StageSandbox("child", files) as stage:
+            assert stage.candidate is files
+            out = stage.run(["/bin/sh", "-c", f"cat {files.source}; echo cubin > {files.cache}/k.cubin && echo ok;"
+                             f" echo x >> {files.source} 2>/dev/null || echo ro"], 30)
+        assert out.ok and out.stdout.split() == ["import", "triton", "ok", "ro"]
+        assert (files.cache / "k.cubin").read_text() == "cubin\n"
+        assert files.source.read_text() == "import triton\n"
+    finally:
+        files.remove()
+
+
+def test_links_under_usr_local_are_recreated_once(tmp_path):
+    links = hidden_links(["/usr/local/cuda/bin/ncu", "/usr/local/cuda/lib64", str(tmp_path)])
+    if not Path("/usr/local/cuda").is_symlink():
+        assert links == ()
+        return
+    assert [(m.kind, m.target, m.source) for m in links] == [
+        (MountKind.SYMLINK, "/usr/local/cuda", os.path.realpath("/usr/local/cuda"))]
+
+
+def test_a_tool_found_through_a_host_link_runs(tmp_path):
+    """find_tool may answer /usr/local/cuda/bin/X: the stage starts it by its real path."""
+    real = tmp_path / "real-tool"
+    real.write_text("#!/bin/sh\necho tool ran\n")
+    real.chmod(0o755)
+    link = tmp_path / "link-tool"
+    link.symlink_to(real)
+    with StageSandbox("memcheck", None) as stage:
+        stage.box.policy = stage.box.policy.model_copy(update={"mounts": (*stage.box.policy.mounts,
+                                                                          *presets.tree_mounts([real]))})
+        out = stage.run([str(link)], 30)
+    assert out.ok and out.stdout.strip() == "tool ran"
+
+
+def test_the_session_child_starts_in_the_sandbox():
+    """The real child session of mode ffi: on a CPU host it starts inside the sandbox and reports why it
+    cannot run (no driver), through the judge's channel."""
+    from ptxcore.gpu import gpu_available
+    from ptxcore.gpu.harness.isolation import ChildDied, ChildProcess
+
+    if gpu_available():
+        pytest.skip("needs a host without a GPU")
+    with pytest.raises(ChildDied) as info:
+        ChildProcess.spawn(device=0, mode="ffi", startup_timeout_s=60, candidate=None)
+    assert "child failed to start" in str(info.value) and "libcuda" in str(info.value)
+
+
+def test_timeouts_kill_the_stage():
+    with StageSandbox("ncu", None) as stage:
+        started = time.monotonic()
+        out = stage.run(["/bin/sh", "-c", "sleep 60"], 1.0)
+    assert out.status is SandboxStatus.TIMED_OUT and time.monotonic() - started < 15
+
+
+def test_a_link_the_binds_would_recreate_is_kept_once():
+    """The H200 host: /usr/local/nvidia/lib is a link that both the driver-library binds (link text) and the
+    LD_LIBRARY_PATH links (resolved) recreate; bwrap refuses a second symlink at one place."""
+    from ptxcore.gpu.harness.confine import _with_links
+    from ptxcore.sandbox import Mount, ro
+
+    tmpfs = Mount(kind=MountKind.TMPFS, target="/usr/local")
+    old = Mount(kind=MountKind.SYMLINK, target="/usr/local/nvidia/lib", source="lib64")
+    below = Mount(kind=MountKind.SYMLINK, target="/usr/local/nvidia/lib/x", source="y")
+    new = Mount(kind=MountKind.SYMLINK, target="/usr/local/nvidia/lib", source="/usr/local/nvidia/lib64")
+    bind = ro("/usr/local/nvidia/lib64")
+    assert _with_links([ro("/usr"), tmpfs, old, below, bind], (new,)) == [ro("/usr"), tmpfs, new, bind]
+
+
+def test_the_judge_reads_the_maps_of_the_process_inside(tmp_path):
+    """The library rule reads /proc/PID/maps of every process in the sandbox's PID namespace: the copied
+    candidate library, loaded by a grandchild of the namespace's init, is among them."""
+    import ctypes.util
+    import shutil
+
+    from ptxcore.gpu.harness.deps import parse_maps
+
+    libm = Path(ctypes.util.find_library("m") or "libm.so.6")
+    real = next((p for p in (Path("/lib/x86_64-linux-gnu") / libm.name, Path("/usr/lib64") / libm.name)
+                 if p.exists()), None)
+    if real is None:
+        pytest.skip("no libm file to stand in for a candidate library")
+    lib = tmp_path / "candidate.so"
+    shutil.copyfile(real, lib)
+    with StageSandbox("child", lib) as stage:
+        proc = stage.spawn(["/bin/sh", "-c", f"{sys.executable} -c \"import ctypes, time; "
+                            f"ctypes.CDLL('{stage.candidate}'); print('loaded', flush=True); time.sleep(30)\""])
+        for _ in range(100):
+            mapped = [m for pid in proc.member_pids() for m in _maps(pid, parse_maps)]
+            if str(stage.candidate) in mapped:
+                break
+            time.sleep(0.1)
+        stage.kill(proc)
+    assert str(stage.candidate) in mapped
+
+
+def _maps(pid: int, parse) -> list[str]:  # noqa: ANN001
+    try:
+        return parse(Path(f"/proc/{pid}/maps").read_text())
+    except OSError:
+        return []
