@@ -178,4 +178,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    import signal
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `make_table.py DIR | head` ends quietly
     sys.exit(main())
