@@ -127,22 +127,20 @@ class ChildProcess:
         rep_r, rep_w = os.pipe()
         work = tempfile.TemporaryDirectory(prefix="ptxbench-child-")
         log_path = Path(work.name) / "child.log"
+        argv = [sys.executable, "-m", "ptxcore.gpu.child", "session", "--cmd-fd", str(cmd_r), "--reply-fd",
+                str(rep_w), "--device", str(device), "--session-mode", mode]
         stage = boxed = None
         try:
             with open(log_path, "wb") as log_fh:
                 if mode in CANDIDATE_MODES:
                     stage = StageSandbox("child", candidate).__enter__()
-                    boxed = stage.spawn(
-                        [sys.executable, "-m", "ptxcore.gpu.child", "session", "--cmd-fd", str(cmd_r),
-                         "--reply-fd", str(rep_w), "--device", str(device), "--session-mode", mode],
-                        stdout=log_fh, stderr=subprocess.STDOUT, pass_fds=(cmd_r, rep_w))
+                    boxed = stage.spawn(argv, stdout=log_fh, stderr=subprocess.STDOUT, pass_fds=(cmd_r, rep_w))
                     proc = boxed.popen
                 else:
                     proc = subprocess.Popen(
-                        [sys.executable, "-m", "ptxcore.gpu.child", "session", "--cmd-fd", str(cmd_r),
-                         "--reply-fd", str(rep_w), "--device", str(device), "--session-mode", mode],
-                        pass_fds=(cmd_r, rep_w), stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
-                        cwd=work.name, env=child_env(workdir=Path(work.name)), start_new_session=True,
+                        argv, pass_fds=(cmd_r, rep_w), stdin=subprocess.DEVNULL, stdout=log_fh,
+                        stderr=subprocess.STDOUT, cwd=work.name, env=child_env(workdir=Path(work.name)),
+                        start_new_session=True,
                     )
         except BaseException as exc:
             for fd in (cmd_r, cmd_w, rep_r, rep_w):
