@@ -1,7 +1,8 @@
 #!/bin/bash
 # One device call (nvidia-h200, <= 9 minutes): judge the generalization kernels of solutions/ on the H200.
 #
-#   bash benchmarks/device/generalization.sh            (carry: .carry/judge_whl)
+#   bash benchmarks/device/generalization.sh            (carry: .carry/judge_whl, .carry/bwrap)
+#   KERNELS="solutions/gqa_*/*.cu" bash benchmarks/device/generalization.sh      (only these)
 #
 # Steps (STEPS overrides): env -> prebuild (all kernels in parallel, nvcc -lcuda, filling the compile
 # cache) -> eval (`ptxbench eval --json` per kernel: the 16 d64/d96 attention kernels first, then the 3
@@ -20,17 +21,13 @@ RESULTS=${RESULTS:-/tmp/gen-results}
 DEADLINE_S=${DEADLINE_S:-390}
 mkdir -p "$OUT" "$RESULTS" /tmp/bin
 cd "$(dirname "$0")/../.."
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-  .carry/judge_whl/*.whl > "$OUT/pip.log" 2>&1 || { cat "$OUT/pip.log"; exit 1; }
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 PTXBENCH_CACHE_DIR=/tmp/pcache PATH=/tmp/bin:/usr/local/cuda/bin:$PATH
+. benchmarks/device/preamble.sh || exit 3   # judge wheels, PATH, the carried bubblewrap (the sandbox)
 export FLASHINFER_WORKSPACE_BASE=${FLASHINFER_WORKSPACE_BASE:-/tmp/flashinfer-ws}
-printf '#!/bin/sh\nexec python3 -c "import sys; sys.argv[0] = \\"ptxbench\\"; from flows.cli.main import app; app()" "$@"\n' > /tmp/bin/ptxbench
-chmod +x /tmp/bin/ptxbench
 
 GEN=$(ls solutions/mha_*_d64*/*.cu solutions/mha_*_d96*/*.cu)
 GQA=$(ls solutions/gqa_*/*.cu)
 D128=$(ls solutions/mha_*_d128*/*.cu)
-KERNELS="$GEN $GQA $D128"
+KERNELS=${KERNELS:-"$GEN $GQA $D128"}
 
 judge() {  # judge KERNEL: one envelope RESULTS/<problem>__<kernel>.json, skipped when already there
   local kernel=$1 problem name out rc

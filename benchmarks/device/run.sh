@@ -22,7 +22,7 @@
 # PYTEST_ARGS (added to the pytest stage, e.g. --deselect ...); GPUS (default: every visible GPU, e.g. 0,1); PREBUILD (files for prebuild: the controls and the
 # solutions); OVERHEAD_KERNELS; STAGES_KERNEL; SOL_DIR (/tmp/sol) and SOL_ARGS (e.g. "--server URL");
 # EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; THROUGHPUT_ARGS and ROLLOUT_ARGS (replace the
-# default arguments); BWD_ARGS (added); DIAG_KERNEL; CAMPAIGN_ID (demo-h200x2), CAMPAIGN_SLOTS (2),
+# default arguments); BWD_ARGS (added); DIAG_KERNEL and DIAG_PROBLEM; CAMPAIGN_ID (demo-h200x2), CAMPAIGN_SLOTS (2),
 # PROFILER_PORT (8765);
 # and the preamble's (JUDGE_WHEELS, WHEELS, PYTHON, PTXBENCH_SITE, PTXBENCH_BIN, PTXBENCH_CACHE_DIR).
 set -uo pipefail
@@ -302,7 +302,8 @@ stage_bwd_precision() {
 }
 
 stage_diag() {
-  "$PYTHON" -m research.precision.diagnose_mha_bwd "${DIAG_KERNEL:-solutions/mha_bwd_d128_causal/wgmma_tma_ws.cu}"
+  "$PYTHON" -m research.precision.diagnose_mha_bwd "${DIAG_KERNEL:-solutions/mha_bwd_d128_causal/wgmma_tma_ws.cu}" \
+    --problem "${DIAG_PROBLEM:-mha_bwd_d128_causal}"
 }
 
 # ---------------------------------------------------------------------------------------------- driver
