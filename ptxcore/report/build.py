@@ -18,7 +18,7 @@ from ptxcore.metrics import (
 )
 from ptxcore.schema import EvaluationStatus, FrozenModel
 
-from . import plots
+from . import generalization, plots
 from .render import Figure, ReportDoc, to_html, to_markdown
 from .tables import (
     LEGEND,
@@ -43,8 +43,8 @@ DEFINITIONS_NOTE = (
 )
 
 STEPS = ("metrics", "tables", "fast_p_inst.png", "fast_p.png", "status_by_turn.png", "transitions.png",
-         "reasoning_vs_speedup.png", "write")
-"""Progress steps reported through `on_step`."""
+         "reasoning_vs_speedup.png", "generalization.png", "write")
+"""Progress steps reported through `on_step` ("generalization.png" only when the runs have such problems)."""
 
 
 def _notes(outcomes: Sequence[TurnOutcome]) -> list[str]:
@@ -106,6 +106,11 @@ def build_report(outcomes: Sequence[TurnOutcome], out_dir: Path, title: str,
         ("reasoning_vs_speedup.png", "Figure 15 style: reasoning tokens vs speedup",
          lambda p: plots.plot_reasoning_vs_speedup(outcomes, p)),
     ]
+    if generalization.has_generalization(metrics):
+        tables.append(generalization.generalization_table(metrics, unjudged=unjudged))
+        figures.append(("generalization.png", "Figure 6 style: generalization problems (d64, d96, GQA): "
+                        "target-correct turn rate and best target speedup at k = 8, the d128 base as a dot",
+                        lambda p: generalization.plot_generalization(metrics, p, unjudged=unjudged)))
     written = []
     for name, _, draw in figures:
         on_step(name)

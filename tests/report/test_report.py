@@ -130,3 +130,31 @@ def test_groups_with_only_cpu_verdicts_and_unjudged_turns_read_not_evaluated():
         outcome("infra_only", 0, S.INFRA_ERROR),
     ]
     assert unjudged_groups(rows) == {("m", "hopper", "cpu_and_unjudged"), ("m", "hopper", "infra_only")}
+
+
+def test_generalization_problems_get_the_figure_6_table_and_plot(tmp_path):
+    """d64 against its d128 base, and a GQA problem without a single judged turn."""
+    from ptxcore.report.generalization import base_problem, family
+
+    assert (family("mha_bwd_d64_causal"), family("mha_with_lse_d96"), family("gqa_paged_decode_h24_kv8_d128_ps1"),
+            family("mha_with_lse_d128"), family("gemm_n7168_k5120")) == ("d64", "d96", "GQA", None, None)
+    assert base_problem("mha_bwd_d64_causal") == "mha_bwd_d128_causal" and base_problem("gqa_x_d128") is None
+    gqa = "gqa_paged_decode_h24_kv8_d128_ps1"
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.upsert_trajectories([trajectory(trajectory_id=t, problem=p, prompt_variant="full") for t, p in
+                                (("t0", "mha_with_lse_d64"), ("t1", "mha_with_lse_d128"), ("t2", gqa))])
+        wh.upsert_turns([full_turn(trajectory="t0", turn=0, problem="mha_with_lse_d64", prompt_variant="full",
+                                   speedup=0.63),
+                         full_turn(trajectory="t1", turn=0, problem="mha_with_lse_d128", prompt_variant="full",
+                                   speedup=0.66),
+                         full_turn(trajectory="t2", turn=0, problem=gqa, prompt_variant="full", judge=None,
+                                   speedup=None, status=EvaluationStatus.NOT_EVALUATED,
+                                   target_instruction=TargetInstruction.UNKNOWN)])
+        outcomes = Q.turn_outcomes(wh, ["c1"])
+    paths = build_report(outcomes, tmp_path / "rep", "generalization")
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "| mha_with_lse_d64 | d64 | mha_with_lse_d128 | 12.5 · 0.63 (d128: 12.5 · 0.66) |" in md
+    assert f"| {gqa} | GQA | none | n/e |" in md
+    assert "| mha_with_lse_d128 | " not in md.split("Figure 6 style")[1].split("\n\n")[0]  # the base is no row
+    width, height = png_size(tmp_path / "rep" / "generalization.png")
+    assert tmp_path / "rep" / "generalization.png" in paths and width > 600 and height > 600
