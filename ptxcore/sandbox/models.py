@@ -98,6 +98,10 @@ class Limits(FrozenModel):
     """RLIMIT_CPU per process, seconds of CPU time (SIGXCPU, then SIGKILL); None: only the wall timeout."""
     open_files: int | None = Field(default=4096, gt=0)
     """RLIMIT_NOFILE."""
+    resident_bytes: int | None = Field(default=None, gt=0)
+    """Resident memory of all the sandbox's processes together, bytes; above it the whole sandbox is killed
+    (enforced from outside, see runner.MemoryWatch). None: only address_space_bytes and the host's limits.
+    The limit for GPU stages, where an address-space limit cannot be used."""
 
 
 class RunAs(str, Enum):
@@ -181,6 +185,9 @@ class SandboxStatus(str, Enum):
     """A signal ended it (see signal): a resource limit (SIGXCPU 24, SIGXFSZ 25), SIGKILL (9), a crash."""
     TIMED_OUT = "timed_out"
     """The wall timeout passed: the whole sandbox was killed."""
+    MEMORY_LIMIT = "memory_limit"
+    """Its processes together held more resident memory than limits.resident_bytes: the whole sandbox was
+    killed (see resident_bytes)."""
 
 
 class SandboxOutcome(FrozenModel):
@@ -204,9 +211,13 @@ class SandboxOutcome(FrozenModel):
     """Wall time from start to the end of the sandbox, seconds."""
     mode: SandboxMode
     """bwrap, or the development opt-out."""
+    resident_bytes: int | None = Field(default=None, gt=0)
+    """The summed resident memory that tripped the limit, when MEMORY_LIMIT."""
 
     @model_validator(mode="after")
     def _fields_match_status(self) -> SandboxOutcome:
+        if (self.resident_bytes is not None) != (self.status is SandboxStatus.MEMORY_LIMIT):
+            raise ValueError("resident_bytes is set exactly when the memory limit killed the sandbox")
         if (self.exit_code is not None) != (self.status is SandboxStatus.EXITED):
             raise ValueError("exit_code is set exactly when the command EXITED")
         if (self.signal is not None) != (self.status is SandboxStatus.SIGNALED):

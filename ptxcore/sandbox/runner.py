@@ -22,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -36,6 +37,8 @@ log = logging.getLogger(__name__)
 OPT_OUT_ENV = "PTXBENCH_UNSANDBOXED"
 BASE_DIR_ENV = "PTXBENCH_SANDBOX_DIR"
 KILL_WAIT_S = 10.0
+GIB = 1 << 30
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
 def sandbox_disabled() -> bool:
@@ -78,6 +81,7 @@ class SandboxProcess:
         self.status_fd = status_fd
         self.status = bytearray()
         self.pidfds: list[int] = []
+        self.watch: MemoryWatch | None = None
         if status_fd is not None:
             os.set_blocking(status_fd, False)
 
@@ -91,11 +95,13 @@ class SandboxProcess:
             except ProcessLookupError:
                 pass
 
-    def member_pids(self) -> list[int]:
+    def member_pids(self, drain: bool = True) -> list[int]:
         """Host PIDs of the processes inside, for the judge's own look at them (/proc/PID/maps): every process
         in the sandbox's PID namespace (found by /proc/PID/ns/pid, which needs no CONFIG_PROC_CHILDREN, absent
-        on the H200 host's kernel), else the command and its descendants by parent PID."""
-        self.drain_status()
+        on the H200 host's kernel), else the command and its descendants by parent PID. `drain=False` reads
+        only the status already taken (for another thread than the one reading the status pipe)."""
+        if drain:
+            self.drain_status()
         roots = _child_pids(self.status) or [self.popen.pid]
         if self.status:  # bwrap started: its init is inside the new PID namespace (when the policy asks)
             try:
@@ -138,15 +144,33 @@ class SandboxProcess:
                 return
             self.feed_status(chunk)
 
-    def kill(self) -> None:
-        """SIGKILL the namespace's init (every process inside dies with it) and the monitor; wait for both."""
-        if self.popen.poll() is None:
-            self.drain_status()
-        for fd in self.pidfds:
-            with contextlib.suppress(ProcessLookupError):
+    @property
+    def memory_exceeded(self) -> int | None:
+        """The summed resident bytes at which the memory limit killed this sandbox; None when it did not."""
+        return self.watch.tripped_at if self.watch is not None else None
+
+    def limit_note(self) -> str | None:
+        """One line on a memory-limit kill, None when there was none."""
+        if self.watch is None or self.watch.tripped_at is None:
+            return None
+        return (f"killed: its processes held {self.watch.tripped_at / GIB:.2f} GiB of resident memory, over "
+                f"the sandbox's {self.watch.limit / GIB:.2f} GiB limit")
+
+    def send_kill(self) -> None:
+        """SIGKILL the namespace's init and the monitor's process group; no waiting, no closing."""
+        for fd in list(self.pidfds):
+            with contextlib.suppress(ProcessLookupError, OSError):
                 signal.pidfd_send_signal(fd, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.popen.pid, signal.SIGKILL)
+
+    def kill(self) -> None:
+        """SIGKILL the namespace's init (every process inside dies with it) and the monitor; wait for both."""
+        if self.watch is not None:
+            self.watch.stop()  # before any pidfd is closed: the watch thread signals through them
+        if self.popen.poll() is None:
+            self.drain_status()
+        self.send_kill()
         with contextlib.suppress(ProcessLookupError):
             self.popen.kill()
         try:
@@ -164,6 +188,40 @@ class SandboxProcess:
         if self.status_fd is not None:
             os.close(self.status_fd)
             self.status_fd = None
+
+
+class MemoryWatch:
+    """Kills a sandbox whose processes together hold more resident memory than `limit` bytes.
+
+    bubblewrap sets no cgroup, and whether a cgroup can be made differs by host (the CPU machines have a
+    cgroup v1 hierarchy we may not write; the GPU host is root in a VM), while an address-space limit
+    breaks CUDA, which reserves huge virtual ranges. So the limit is enforced from outside: a thread sums
+    the resident pages (/proc/PID/statm) of every process of the sandbox every `interval_s` and SIGKILLs
+    the whole sandbox above the limit. It bounds growth, not a spike shorter than one interval (the
+    kernel's OOM killer stays the backstop); a page shared by several processes counts once for each.
+    """
+
+    def __init__(self, proc: SandboxProcess, limit: int, interval_s: float = 0.05) -> None:
+        self.proc, self.limit, self.interval_s = proc, limit, interval_s
+        self.tripped_at: int | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="sandbox-memory-watch", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s) and self.proc.popen.poll() is None:
+            total = sum(_resident_bytes(pid) for pid in self.proc.member_pids(drain=False))
+            if total > self.limit:
+                self.tripped_at = total
+                log.warning("sandbox memory limit: %.2f GiB resident > %.2f GiB; killing it",
+                            total / GIB, self.limit / GIB)
+                self.proc.send_kill()
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=KILL_WAIT_S)
 
 
 class Sandbox:
@@ -250,6 +308,8 @@ class Sandbox:
             if status_w is not None:
                 os.close(status_w)
         proc = SandboxProcess(popen, status_r)
+        if self.policy.limits.resident_bytes is not None:
+            proc.watch = MemoryWatch(proc, self.policy.limits.resident_bytes)
         self._live.append(proc)
         return proc
 
@@ -266,12 +326,15 @@ class Sandbox:
         finished = _pump(proc, {proc.popen.stdout: out, proc.popen.stderr: err}, started + timeout_s)
         status = bytes(proc.status)
         self.kill(proc)
-        return self._outcome(proc.popen, status, not finished, out, err, time.monotonic() - started)
+        return self._outcome(proc, status, not finished, out, err, time.monotonic() - started)
 
-    def _outcome(self, popen: subprocess.Popen, status: bytes, timed_out: bool, out: _Capture,
+    def _outcome(self, proc: SandboxProcess, status: bytes, timed_out: bool, out: _Capture,
                  err: _Capture, duration_s: float) -> SandboxOutcome:
+        popen = proc.popen
         common = {"stdout": out.text(), "stderr": err.text(), "stdout_dropped_bytes": out.dropped,
                   "stderr_dropped_bytes": err.dropped, "duration_s": round(duration_s, 4), "mode": self.mode}
+        if proc.memory_exceeded is not None:
+            return SandboxOutcome(status=SandboxStatus.MEMORY_LIMIT, resident_bytes=proc.memory_exceeded, **common)
         if timed_out:
             return SandboxOutcome(status=SandboxStatus.TIMED_OUT, **common)
         if self.mode is SandboxMode.UNSANDBOXED:
@@ -328,6 +391,13 @@ def _pid_ns(pid: int) -> str | None:
         return os.readlink(f"/proc/{pid}/ns/pid")
     except OSError:
         return None
+
+
+def _resident_bytes(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_BYTES
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _ppid(pid: int) -> int | None:

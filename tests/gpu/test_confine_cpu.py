@@ -208,3 +208,31 @@ def _maps(pid: int, parse) -> list[str]:  # noqa: ANN001
         return parse(Path(f"/proc/{pid}/maps").read_text())
     except OSError:
         return []
+
+
+def test_every_gpu_stage_has_a_resident_memory_limit(monkeypatch):
+    """No address-space limit (CUDA reserves huge ranges), but a resident-memory one: 32 GiB, or half the host;
+    a stage that grows past it is killed whole."""
+    from ptxcore.gpu.harness import confine
+
+    physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    for stage in ("child", "memcheck", "ncu"):
+        limits = stage_policy(stage, None).limits
+        assert limits.address_space_bytes is None
+        assert limits.resident_bytes == min(32 << 30, physical // 2)
+    monkeypatch.setattr(confine, "LIMITS", confine.LIMITS.model_copy(update={"resident_bytes": 128 << 20}))
+    with StageSandbox("memcheck", None) as stage:
+        out = stage.run(["/bin/bash", "-c", "x=$(head -c 600000000 /dev/zero | tr '\\0' x); echo survived"], 60)
+    assert out.status is SandboxStatus.MEMORY_LIMIT and "survived" not in out.stdout
+
+
+def test_a_memcheck_run_killed_for_memory_is_its_own_outcome(tmp_path, monkeypatch):
+    from ptxcore.gpu.harness import confine
+    from ptxcore.gpu.harness.sanitizer import MemcheckOutcome, run_memcheck
+
+    lib = tmp_path / "candidate.so"
+    lib.write_bytes(b"\x7fELF stand-in")
+    monkeypatch.setattr(confine, "LIMITS", confine.LIMITS.model_copy(update={"resident_bytes": 128 << 20}))
+    runs = run_memcheck(lib, lambda inside: ["/bin/bash", "-c", "x=$(head -c 600000000 /dev/zero | tr '\\0' x)"],
+                        60, 2)
+    assert [r.outcome for r in runs] == [MemcheckOutcome.MEMORY_LIMIT]

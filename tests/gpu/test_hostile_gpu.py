@@ -162,6 +162,13 @@ def test_timer_patch_never_passes(judge):
     assert r.status is not S.PASSED
 
 
+def test_host_memory_exhaustion_is_stopped_at_the_stage_limit(judge):
+    r, wall = _judge(judge, "h11_host_memory.cu")
+    assert r.status is S.RUNTIME_ERROR and "resident memory" in r.reason and wall < 180
+    time.sleep(1)
+    assert len(_processes_mentioning("ptxcore.gpu.child")) == 0
+
+
 def test_correct_kernel_after_the_attacks_is_judged_the_same(judge):
     r, _ = _judge(judge, "01_gemm_cuda_core.cu again", (FIXTURES / "controls" / "01_gemm_cuda_core.cu").read_text())
     first = FIRST["result"]

@@ -140,6 +140,54 @@ def test_memory_limit_stops_an_allocator(policy):
     assert "allocated" not in out.stdout and "MemoryError" in out.stderr
 
 
+def _grow(megabytes: int) -> str:
+    """Shell that holds about `megabytes` MB in one process (bash keeps a command substitution in memory)."""
+    return f"x=$(head -c {megabytes * 1000000} /dev/zero | tr '\\0' x)"
+
+
+def test_resident_limit_kills_a_growing_process_without_an_address_space_limit(policy):
+    limited = policy.model_copy(update={"limits": Limits(address_space_bytes=None, resident_bytes=128 << 20)})
+    started = time.monotonic()
+    out = run(["/bin/bash", "-c", _grow(600) + "; sleep 5; echo survived"], limited, 60)
+    assert out.status is SandboxStatus.MEMORY_LIMIT and out.resident_bytes > 128 << 20
+    assert "survived" not in out.stdout and time.monotonic() - started < 30
+
+
+def test_resident_limit_counts_every_process_of_the_sandbox(policy):
+    marker = f"1000.{random.randrange(10**9)}"
+    limited = policy.model_copy(update={"limits": Limits(address_space_bytes=None, resident_bytes=200 << 20)})
+    script = f"for i in 1 2 3 4 5 6; do ( {_grow(70)}; setsid sleep {marker} ) & done; wait; echo survived"
+    out = run(["/bin/bash", "-c", script], limited, 60)
+    assert out.status is SandboxStatus.MEMORY_LIMIT and "survived" not in out.stdout
+    time.sleep(0.2)
+    assert processes_matching(marker) == []
+
+
+def test_resident_limit_leaves_a_modest_process_alone(policy):
+    limited = policy.model_copy(update={"limits": Limits(address_space_bytes=None, resident_bytes=512 << 20)})
+    out = run(["/bin/bash", "-c", _grow(20) + "; echo fine"], limited, 60)
+    assert out.ok and out.stdout == "fine\n"
+
+
+def test_a_spawned_sandbox_killed_for_memory_says_so(policy):
+    limited = policy.model_copy(update={"limits": Limits(address_space_bytes=None, resident_bytes=96 << 20)})
+    with Sandbox(limited) as box:
+        proc = box.spawn(["/bin/bash", "-c", _grow(400) + "; sleep 30"])
+        proc.popen.wait(timeout=30)
+        note = proc.limit_note()
+    assert note is not None and "resident memory" in note and "0.09 GiB limit" in note
+
+
+def test_outcome_carries_resident_bytes_exactly_for_a_memory_kill():
+    with pytest.raises(ValueError, match="resident_bytes"):
+        SandboxOutcome(status=SandboxStatus.MEMORY_LIMIT, duration_s=1.0, mode=SandboxMode.BWRAP)
+    with pytest.raises(ValueError, match="resident_bytes"):
+        SandboxOutcome(status=SandboxStatus.EXITED, exit_code=0, resident_bytes=1, duration_s=1.0,
+                       mode=SandboxMode.BWRAP)
+    with pytest.raises(ValueError):
+        Limits(resident_bytes=0)
+
+
 def test_missing_bwrap_is_an_infrastructure_error(policy, monkeypatch):
     monkeypatch.setenv("PTXBENCH_BWRAP", "/nonexistent/bwrap")
     with pytest.raises(SandboxUnavailableError, match="PTXBENCH_BWRAP"):

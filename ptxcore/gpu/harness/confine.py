@@ -46,7 +46,22 @@ PASSED_ENV = (
 """Host variables a GPU stage keeps (none is a secret); CUDA_VISIBLE_DEVICES & co. pass through the policy."""
 OUTPUT_LIMIT_BYTES = 64 << 20
 """Per stream: ncu's SASS source page of a large kernel runs to megabytes."""
-LIMITS = Limits(address_space_bytes=None, processes=512, file_size_bytes=8 << 30, open_files=65536)
+STAGE_MEMORY_CAP_BYTES = 32 << 30
+"""Resident memory a GPU stage may hold at most (all its processes together): a child session, memcheck
+or ncu of a primary problem needs a few GiB; on a small host the cap is half its physical memory."""
+
+
+def stage_memory_bytes() -> int:
+    """The resident-memory limit of one GPU stage here: 32 GiB, or half the host's memory if less."""
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return STAGE_MEMORY_CAP_BYTES
+    return min(STAGE_MEMORY_CAP_BYTES, physical // 2)
+
+
+LIMITS = Limits(address_space_bytes=None, processes=512, file_size_bytes=8 << 30, open_files=65536,
+                resident_bytes=stage_memory_bytes())
 
 
 def toolkit_root() -> str | None:

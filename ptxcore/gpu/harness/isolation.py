@@ -186,7 +186,8 @@ class ChildProcess:
             raise ChildTimeout(what, timeout_s, self.log_tail()) from None
         except (ChannelClosed, BrokenPipeError):
             code = self._wait(10.0)
-            raise ChildDied(describe_exit(code), self.log_tail()) from None
+            note = self.boxed.limit_note() if self.boxed is not None else None
+            raise ChildDied(note or describe_exit(code), self.log_tail()) from None
 
     def mapped_libraries(self) -> list[str]:
         """Paths of the shared objects mapped right now into the child (/proc/PID/maps) and, in a sandbox,

@@ -190,6 +190,10 @@ def profile_target(
     if outcome.status is SandboxStatus.TIMED_OUT:
         return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, static=StaticTarget.PRESENT,
                                          tool="ncu", reason=f"ncu timed out after {timeout_s:.0f} s")
+    if outcome.status is SandboxStatus.MEMORY_LIMIT:
+        return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, static=StaticTarget.PRESENT, tool="ncu",
+                                         reason=f"ncu killed at {outcome.resident_bytes / 2**30:.1f} GiB of resident "
+                                                "memory (the stage's limit)")
     text = outcome.stdout + "\n" + outcome.stderr
     if raw_log is not None:
         raw_log.write_text(text)

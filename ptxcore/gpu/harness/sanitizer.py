@@ -33,6 +33,7 @@ class MemcheckOutcome(StrEnum):
     ERRORS = "errors"
     INCONCLUSIVE = "inconclusive"
     TIMEOUT = "timeout"
+    MEMORY_LIMIT = "memory_limit"
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,8 @@ def run_memcheck_once(candidate: Path | TritonFiles, argv: Callable[[Path | Trit
     out = outcome.stdout + outcome.stderr
     if outcome.status is SandboxStatus.TIMED_OUT:
         return MemcheckRun(MemcheckOutcome.TIMEOUT, 0, trim_report(out), None, outcome.duration_s)
+    if outcome.status is SandboxStatus.MEMORY_LIMIT:
+        return MemcheckRun(MemcheckOutcome.MEMORY_LIMIT, 0, trim_report(out), None, outcome.duration_s)
     code = outcome_returncode(outcome)
     verdict, errors, report = parse_memcheck(out, code)
     if verdict is MemcheckOutcome.INCONCLUSIVE:
