@@ -8,7 +8,7 @@
 #   -> benchmarks/device/adapt_check.py: both Parquet files loaded with datasets and pyarrow
 #
 # Prepare HERE:  bash benchmarks/device/campaign_site.sh && bash benchmarks/device/fetch_adapt_wheels.sh
-# Run:           kind nvidia-h200-x2, carry [".carry/comb", ".carry/adapt_whl"], command
+# Run:           kind nvidia-h200-x2, carry [".carry/comb", ".carry/adapt_whl", ".carry/bwrap"], command
 #                bash benchmarks/device/adapt_h200.sh
 # On one H200:   GPUS=0 PROBLEMS=gemm_n7168_k5120 bash benchmarks/device/adapt_h200.sh
 # Expected: about 4-5 min on two GPUs with the two default problems (the source campaign's 8 GPU turns take
@@ -23,6 +23,8 @@ mkdir -p /tmp/site2 /tmp/site3 /tmp/bin
 xz -dc .carry/comb/comb.tar.xz | tar -x -C /tmp/site2 || { echo "missing .carry/comb"; exit 3; }
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site3 .carry/adapt_whl/*.whl \
   > "$OUT/pip.log" 2>&1 || { cat "$OUT/pip.log"; exit 3; }
+# The preamble without wheels: the carried bubblewrap (the judge sandboxes every candidate), PATH, the shim.
+JUDGE_WHEELS= WHEELS= PTXBENCH_SITE=/tmp/site2 . benchmarks/device/preamble.sh || exit 3
 export PYTHONPATH=/tmp/site2:/tmp/site3:$PWD PYTHONUNBUFFERED=1 PTXBENCH_CACHE_DIR=/tmp/pcache PATH=/tmp/bin:$PATH
 export PREFECT_UI_ENABLED=false HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 HF_DATASETS_CACHE=/tmp/hfcache
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

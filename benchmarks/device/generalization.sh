@@ -44,6 +44,7 @@ judge() {  # judge KERNEL: one envelope RESULTS/<problem>__<kernel>.json, skippe
 print("judged", sys.argv[2], d["status"], "%.4f ms" % p["latency_ms"] if p else "", "x%.3f" % p["speedup_factor"] if p else "", "target=" + t["status"], (d.get("reason") or "")[:120])' "$out" "$problem/$name"
   else
     rm -f "$out.tmp"; echo "error $problem/$name: no JSON envelope (exit $rc, see ${out%.json}.stderr)"
+    tail -5 "${out%.json}.stderr" | sed 's/^/    /'
   fi
 }
 
