@@ -36,7 +36,12 @@ nvidia-smi --query-gpu=index,name,driver_version,temperature.gpu,clocks.sm --for
 t0=$(date +%s)
 setsid ptxbench profiler serve --gpus "$GPUS" --port 8765 --work-dir /tmp/prof --log-level warning \
   > "$OUT/profiler.log" 2>&1 < /dev/null &
-for _ in $(seq 300); do ptxbench profiler health --server http://127.0.0.1:8765 --json 2>/dev/null | grep -q '"ok"' && break; sleep 1; done
+SERVER=$!
+for _ in $(seq 300); do
+  ptxbench profiler health --server http://127.0.0.1:8765 --json 2>/dev/null | grep -q '"ok"' && break
+  kill -0 "$SERVER" 2>/dev/null || { echo "the profiling service exited:"; tail -20 "$OUT/profiler.log"; exit 3; }
+  sleep 1
+done
 URL=http://127.0.0.1:8765
 DB=runs/adapt-h200/warehouse.duckdb
 sed -e "s/^problems: primary/problems: [${PROBLEMS}]/" -e "s/gpu_slots: {hopper: 1}/gpu_slots: {hopper: ${NGPU}}/" \

@@ -20,7 +20,8 @@ from .eval import eval_command
 from .sql import sql_command
 from .worker import worker_command
 
-_display_type = TyperOption.display_type_rich
+_display_type = getattr(TyperOption, "display_type_rich", None)
+"""typer 0.29's hook that prints `<bool>` beside every flag; older typer releases (the GPU image's) lack it."""
 
 
 def _flag_display_type(self: TyperOption, ctx):  # type: ignore[no-untyped-def]
@@ -28,7 +29,8 @@ def _flag_display_type(self: TyperOption, ctx):  # type: ignore[no-untyped-def]
     return None if self.is_flag else _display_type(self, ctx)
 
 
-TyperOption.display_type_rich = _flag_display_type  # type: ignore[method-assign]
+if _display_type is not None:
+    TyperOption.display_type_rich = _flag_display_type  # type: ignore[method-assign]
 
 OUR_LOGGERS = ("ptxcore", "flows", "tasks")
 """Loggers of this project: they log at INFO so that Prefect's run logs get it; the terminal shows --verbose's level."""

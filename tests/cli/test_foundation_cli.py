@@ -82,3 +82,21 @@ def test_missing_nvcc_is_one_line(monkeypatch, repo_root, tmp_path):
     nvcc.toolkit_version.cache_clear()
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert "nvcc not found" in r.output
+
+
+def test_the_cli_starts_with_a_typer_that_lacks_the_flag_display_hook():
+    """The GPU image's typer predates `TyperOption.display_type_rich`; the CLI must start there too (it did not:
+    every `ptxbench` command on the H200 died with an AttributeError)."""
+    import subprocess
+    import sys
+
+    code = ("import typer.core as c\n"
+            "for k in c.TyperOption.__mro__:\n"
+            "    if 'display_type_rich' in vars(k):\n"
+            "        delattr(k, 'display_type_rich')\n"
+            "import sys; sys.argv = ['ptxbench', 'problems', 'list']\n"
+            "from flows.cli.main import app\n"
+            "app()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "gemm_n7168_k5120" in out.stdout
