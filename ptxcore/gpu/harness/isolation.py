@@ -61,6 +61,16 @@ def child_env(extra: dict[str, str] | None = None, workdir: Path | None = None) 
     return env
 
 
+def baseline_env() -> dict[str, str]:
+    """What the trusted baseline session adds: FlashInfer's JIT cache in a folder that outlives the session
+    ($FLASHINFER_WORKSPACE_BASE, else <judge cache root>/flashinfer), so that its kernels are built once per
+    host and not in every session's throw-away home (a first build of batch prefill took 96 s on the H200)."""
+    from ptxcore.gpu.config import default_cache_root
+
+    base = os.environ.get("FLASHINFER_WORKSPACE_BASE") or str(default_cache_root() / "flashinfer")
+    return {"FLASHINFER_WORKSPACE_BASE": base}
+
+
 def describe_exit(returncode: int | None) -> str:
     if returncode is None:
         return "still running"
@@ -139,7 +149,8 @@ class ChildProcess:
                 else:
                     proc = subprocess.Popen(
                         argv, pass_fds=(cmd_r, rep_w), stdin=subprocess.DEVNULL, stdout=log_fh,
-                        stderr=subprocess.STDOUT, cwd=work.name, env=child_env(workdir=Path(work.name)),
+                        stderr=subprocess.STDOUT, cwd=work.name,
+                        env=child_env(baseline_env(), workdir=Path(work.name)),
                         start_new_session=True,
                     )
         except BaseException as exc:

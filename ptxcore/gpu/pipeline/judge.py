@@ -13,6 +13,7 @@ candidates; the profiling service runs one GpuJudge per GPU and calls its public
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -55,6 +56,10 @@ from ptxcore.schema import (
 )
 
 log = logging.getLogger(__name__)
+
+BASELINE_CALL_TIMEOUT_S = 600.0
+"""Deadline of one call of the trusted baseline: its first call may build its kernels (FlashInfer's JIT built
+batch prefill in 96 s on the H200, past the candidates' 30 s, which made the GQA problems INFRA_ERROR)."""
 
 
 @dataclass
@@ -270,6 +275,7 @@ class GpuJudge:
         from ptxcore.gpu.pipeline.reference import reference_latency
 
         plan = self.plan(problem, "baseline", {"mode": "baseline", "problem": problem.name})
+        plan = dataclasses.replace(plan, call_timeout_s=max(plan.call_timeout_s, BASELINE_CALL_TIMEOUT_S))
         return reference_latency(state, plan, self.ref_cache, gpu.env["gpu_name"], gpu.env["driver_version"],
                                  gpu.flusher, gpu.monitor)
 
