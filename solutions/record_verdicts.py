@@ -1,7 +1,7 @@
 """Turn GPU verdict envelopes (`ptxbench eval --json` outputs) into a recorded-verdict set (FlashInfer-Trace folder).
 
     python solutions/record_verdicts.py ENVELOPES... --kernels DIR... --out campaigns/recorded/NAME
-        [--author ptxbench-h200] [--judged-at 2026-12-01T17:00:00+00:00]
+        [--author ptxbench-h200] [--judged-at 2026-12-01T17:00:00+00:00]   (default: each envelope's mtime)
 
 ENVELOPES are JSON files or folders of them. Each envelope names the sha256 of the kernel text it judged
 (`compile.source_sha256`); the kernel is looked up by that hash among the .cu files under --kernels (default:
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -56,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernels", nargs="+", type=Path, default=[HERE])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--author", default="ptxbench-h200")
-    ap.add_argument("--judged-at", default="", help="ISO-8601 time of the judgement (default: now)")
+    ap.add_argument("--judged-at", default="", help="ISO-8601 time of the judgement (default: the envelope "
+                    "file's modification time, which `tar x` and `cp -p` keep)")
     args = ap.parse_args(argv)
     texts = kernels_by_hash(args.kernels)
     writer = TraceSetWriter()
@@ -73,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         if text is None:
             print(f"skip {path.name}: no kernel under --kernels has sha256 {judge.compile.source_sha256[:12]}")
             continue
-        writer.add(JudgedKernel(author=args.author, kernel_text=text, judge=judge, created_at=args.judged_at,
+        judged_at = args.judged_at or datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds")
+        writer.add(JudgedKernel(author=args.author, kernel_text=text, judge=judge, created_at=judged_at,
                                 hardware=judge.environment.gpu_name or None), get_problem(judge.definition))
         print(f"record {judge.definition} {judge.compile.source_sha256[:12]} {judge.status.value}")
     if writer.count == 0:

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from ptxcore.metrics import TurnMetrics  # noqa: E402
 
 from .render import Table  # noqa: E402
-from .tables import NOT_EVALUATED, Unjudged, fmt_rate, fmt_speedup  # noqa: E402
+from .tables import NO_TURN, NOT_EVALUATED, Unjudged, fmt_rate, fmt_speedup  # noqa: E402
 
 NOT_RUN = "not run"
 """Cell text for a (model, arch, problem) the selected runs do not have."""
@@ -82,7 +82,8 @@ def _cell(cells: dict, key: tuple[str, str, str], unjudged: Unjudged) -> str:
 def plot_generalization(metrics: Sequence[TurnMetrics], path: Path, k: int = 8, unjudged: Unjudged = frozenset()
                         ) -> Path:
     """Two panels over the generalization problems: target-correct turn rate and best target speedup at k, one
-    bar per (model, arch); groups without a judged turn read "n/e", a dot marks the d128 base problem."""
+    bar per (model, arch); groups without a judged turn read "n/e", a speedup with no target-correct turn "n/a", a dot marks the d128
+    base problem."""
     cells = _cells(metrics, k)
     defs = _ordered({d for (_, _, d) in cells})
     series = sorted({(mo, a) for (mo, a, d) in cells if d in defs})
@@ -92,12 +93,15 @@ def plot_generalization(metrics: Sequence[TurnMetrics], path: Path, k: int = 8, 
     for i, (model, arch) in enumerate(series):
         xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(defs))]
         rate, speed, hatch = [], [], []
-        for d in defs:
+        for j, d in enumerate(defs):
             m = cells.get((model, arch, d))
             skipped = m is None or (model, arch, d) in unjudged
             rate.append(0.0 if skipped else 100 * m.target_turn_correct_rate)
             speed.append(0.0 if skipped or m.target_best_speedup is None else m.target_best_speedup)
             hatch.append(skipped)
+            if not skipped and m.target_best_speedup is None:  # judged, but no target-correct turn to take it from
+                ax_speed.annotate(NO_TURN, (xs[j], 0), xytext=(0, 3), textcoords="offset points", ha="center",
+                                  fontsize=8)
         for ax, values in ((ax_rate, rate), (ax_speed, speed)):
             bars = ax.bar(xs, values, width, color=colors(i % 10), label=f"{model} ({arch})")
             for bar, skipped in zip(bars, hatch, strict=True):

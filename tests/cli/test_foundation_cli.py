@@ -100,3 +100,21 @@ def test_the_cli_starts_with_a_typer_that_lacks_the_flag_display_hook():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "gemm_n7168_k5120" in out.stdout
+
+
+def test_a_campaign_needs_no_bm25s_unless_it_retrieves_repair_notes():
+    """The GPU image has no bm25s: `ptxbench campaign run` died there at import (2026-12-01), though only repair
+    retrieval uses it."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "class Block:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] == 'bm25s':\n"
+            "            raise ImportError('no bm25s here')\n"
+            "sys.meta_path.insert(0, Block())\n"
+            "import flows.campaign, flows.adapt\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

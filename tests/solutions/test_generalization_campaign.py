@@ -31,3 +31,54 @@ def test_replay_library_serves_the_generated_kernels():
         (code,) = re.findall(r"```cpp\n(.*?)```", last, re.DOTALL)
         kernels = {p.read_text() for p in (SOLUTIONS / problem).glob("*wgmma*.cu")}
         assert code in kernels, f"{problem}: the last turn is a library wgmma kernel verbatim"
+
+
+def test_recorded_generalization_verdicts_are_the_library_kernels_judged_on_the_h200():
+    """campaigns/recorded/h200-generalization (the 2026-12-01 envelopes): every trace's kernel is a replay turn of
+    the generalization library, judged on an H200, and the campaign file names the folder."""
+    from ptxcore.problems.traceset import read_traced_verdicts
+    from ptxcore.schema import text_sha256
+
+    config, _ = load_campaign(CAMPAIGN)
+    assert config.recorded_verdicts is not None and config.recorded_verdicts.endswith("recorded/h200-generalization")
+    library = ReplayLibrary(SOLUTIONS.parent / "replay" / "generalization")
+    turns = {}
+    for problem in library.problems():
+        for turn in (0, 1):
+            (code,) = re.findall(r"```cpp\n(.*?)```", library.response(problem, "hopper", "hopper-pack", 0, turn).response,
+                                 re.DOTALL)
+            turns[text_sha256(code)] = problem
+    verdicts = read_traced_verdicts(SOLUTIONS.parent / "campaigns" / "recorded" / "h200-generalization")
+    assert len(verdicts) == 18
+    for v in verdicts:
+        assert turns.get(v.kernel_sha256) == v.trace.definition, v.where
+        assert v.trace.evaluation.environment.hardware == "NVIDIA H200" and v.arch == "hopper"
+
+
+def test_record_verdicts_writes_only_matching_judged_envelopes(tmp_path):
+    """solutions/record_verdicts.py on the H200's own envelopes (results/h200-2026-12-01e-gqa.tgz): the judged decode
+    kernel becomes a trace; the INFRA_ERROR prefill ones and an envelope whose kernel is not given are skipped; when
+    nothing is recorded the exit status is 1 and nothing is written."""
+    import json
+    import runpy
+    import tarfile
+
+    from ptxcore.problems.traceset import read_traced_verdicts
+    from ptxcore.schema import text_sha256
+
+    with tarfile.open(SOLUTIONS.parent / "benchmarks" / "device" / "results" / "h200-2026-12-01e-gqa.tgz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    envs = tmp_path / "gen-results"
+    decode = "gqa_paged_decode_h24_kv8_d128_ps1"
+    kernel = SOLUTIONS / decode / "wgmma_tma.cu"
+    main = runpy.run_path(str(SOLUTIONS / "record_verdicts.py"))["main"]
+    out = tmp_path / "rec"
+    assert main([str(envs), "--kernels", str(kernel), "--out", str(out)]) == 0
+    (back,) = read_traced_verdicts(out)
+    judged = json.loads((envs / f"{decode}__wgmma_tma.json").read_text())
+    assert back.kernel_sha256 == text_sha256(kernel.read_text()) == judged["compile"]["source_sha256"]
+    assert back.trace.evaluation.status.value == "PASSED" and back.target_instruction.status.value == "executed"
+    assert back.trace.evaluation.performance.speedup_factor == judged["performance"]["speedup_factor"]
+    prefill = next(envs.glob("gqa_paged_prefill*__wgmma_tma.json"))
+    assert main([str(prefill), "--out", str(tmp_path / "none")]) == 1
+    assert not (tmp_path / "none").exists()

@@ -18,7 +18,6 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 
-import bm25s
 from pydantic import Field
 
 from ptxcore.agent.retrieval_spec import RetrievalScope
@@ -75,6 +74,8 @@ class _Shard:
     """One bm25s index over some groups."""
 
     def __init__(self, groups: list[NoteGroup]) -> None:
+        import bm25s  # here, not at import: a campaign without repair retrieval needs no bm25s (the GPU image has none)
+
         self.groups = groups
         self.bm25 = bm25s.BM25(method="lucene", k1=K1, b=B)
         self.bm25.index([tokenize(g.records[0].wrong_kernel) for g in groups], show_progress=False)
