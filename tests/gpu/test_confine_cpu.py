@@ -220,6 +220,7 @@ def test_every_gpu_stage_has_a_resident_memory_limit(monkeypatch):
         limits = stage_policy(stage, None).limits
         assert limits.address_space_bytes is None
         assert limits.resident_bytes == min(32 << 30, physical // 2)
+        assert limits.cpu_time_s == 1800 and limits.file_size_bytes == 8 << 30 and limits.processes == 512
     monkeypatch.setattr(confine, "LIMITS", confine.LIMITS.model_copy(update={"resident_bytes": 128 << 20}))
     with StageSandbox("memcheck", None) as stage:
         out = stage.run(["/bin/bash", "-c", "x=$(head -c 600000000 /dev/zero | tr '\\0' x); echo survived"], 60)
@@ -252,3 +253,12 @@ def test_the_baseline_session_keeps_flashinfer_s_jit_cache_across_sessions(monke
     monkeypatch.setenv("FLASHINFER_WORKSPACE_BASE", "/srv/fi")
     assert baseline_env() == {"FLASHINFER_WORKSPACE_BASE": "/srv/fi"}
     assert BASELINE_CALL_TIMEOUT_S >= 120
+
+
+def test_a_stage_process_spinning_on_the_cpu_is_ended_by_its_cpu_limit(monkeypatch):
+    from ptxcore.gpu.harness import confine
+
+    monkeypatch.setattr(confine, "LIMITS", confine.LIMITS.model_copy(update={"cpu_time_s": 1}))
+    with StageSandbox("ncu", None) as stage:
+        out = stage.run(["/bin/sh", "-c", "while :; do :; done"], 30)
+    assert out.status is SandboxStatus.SIGNALED and out.signal in (24, 9)  # SIGXCPU, then SIGKILL at the hard limit

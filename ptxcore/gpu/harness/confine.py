@@ -60,8 +60,12 @@ def stage_memory_bytes() -> int:
     return min(STAGE_MEMORY_CAP_BYTES, physical // 2)
 
 
+STAGE_CPU_SECONDS = 1800
+"""CPU time one process of a GPU stage may use (RLIMIT_CPU): three times the longest stage deadline (memcheck and ncu,
+600 s each by default), so it only ends a process that spins on the CPU past every wall-clock deadline."""
+
 LIMITS = Limits(address_space_bytes=None, processes=512, file_size_bytes=8 << 30, open_files=65536,
-                resident_bytes=stage_memory_bytes())
+                resident_bytes=stage_memory_bytes(), cpu_time_s=STAGE_CPU_SECONDS)
 
 
 def toolkit_root() -> str | None:
