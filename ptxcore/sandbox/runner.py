@@ -151,9 +151,9 @@ class SandboxProcess:
 
     def limit_note(self) -> str | None:
         """One line on a memory-limit kill, None when there was none."""
-        if self.watch is None or self.watch.tripped_at is None:
+        if self.memory_exceeded is None:
             return None
-        return (f"killed: its processes held {self.watch.tripped_at / GIB:.2f} GiB of resident memory, over "
+        return (f"killed: its processes held {self.memory_exceeded / GIB:.2f} GiB of resident memory, over "
                 f"the sandbox's {self.watch.limit / GIB:.2f} GiB limit")
 
     def send_kill(self) -> None:

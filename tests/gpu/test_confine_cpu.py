@@ -237,6 +237,7 @@ def test_a_memcheck_run_killed_for_memory_is_its_own_outcome(tmp_path, monkeypat
     runs = run_memcheck(lib, lambda inside: ["/bin/bash", "-c", "x=$(head -c 600000000 /dev/zero | tr '\\0' x)"],
                         60, 2)
     assert [r.outcome for r in runs] == [MemcheckOutcome.MEMORY_LIMIT]
+    assert "GiB of resident memory, over the stage's limit" in runs[0].report.splitlines()[0]
 
 
 def test_the_baseline_session_keeps_flashinfer_s_jit_cache_across_sessions(monkeypatch, tmp_path):

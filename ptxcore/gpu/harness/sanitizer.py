@@ -94,7 +94,8 @@ def run_memcheck_once(candidate: Path | TritonFiles, argv: Callable[[Path | Trit
     if outcome.status is SandboxStatus.TIMED_OUT:
         return MemcheckRun(MemcheckOutcome.TIMEOUT, 0, trim_report(out), None, outcome.duration_s)
     if outcome.status is SandboxStatus.MEMORY_LIMIT:
-        return MemcheckRun(MemcheckOutcome.MEMORY_LIMIT, 0, trim_report(out), None, outcome.duration_s)
+        why = f"its processes held {outcome.resident_bytes / 2**30:.2f} GiB of resident memory, over the stage's limit"
+        return MemcheckRun(MemcheckOutcome.MEMORY_LIMIT, 0, why + "\n" + trim_report(out), None, outcome.duration_s)
     code = outcome_returncode(outcome)
     verdict, errors, report = parse_memcheck(out, code)
     if verdict is MemcheckOutcome.INCONCLUSIVE:

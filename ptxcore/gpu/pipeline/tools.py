@@ -9,7 +9,6 @@ from pathlib import Path
 from ptxcore.arch import Architecture
 from ptxcore.gpu.config import JudgeConfig
 from ptxcore.gpu.errors import InfraError
-from ptxcore.gpu.harness.confine import LIMITS
 from ptxcore.gpu.harness.ncu import EvidenceCache, profile_target
 from ptxcore.gpu.harness.sanitizer import MemcheckOutcome, memcheck_command, run_memcheck
 from ptxcore.gpu.pipeline.caches import JsonCache, cache_key
@@ -64,9 +63,7 @@ class ToolStages:
                              f"(exit {last.returncode}): {last.report[-400:]}")
         verdict = None
         if last.outcome is MemcheckOutcome.MEMORY_LIMIT:
-            verdict = Verdict(EvaluationStatus.RUNTIME_ERROR,
-                              f"memcheck run killed: its processes held more than "
-                              f"{LIMITS.resident_bytes / 2**30:.1f} GiB of resident memory")
+            verdict = Verdict(EvaluationStatus.RUNTIME_ERROR, f"memcheck run killed: {last.report.splitlines()[0]}")
         if last.outcome is MemcheckOutcome.ERRORS:
             verdict = Verdict(EvaluationStatus.RUNTIME_ERROR,
                               f"compute-sanitizer memcheck found {last.errors} memory error(s)")
