@@ -196,21 +196,28 @@ class MemoryWatch:
     bubblewrap sets no cgroup, and whether a cgroup can be made differs by host (the CPU machines have a
     cgroup v1 hierarchy we may not write; the GPU host is root in a VM), while an address-space limit
     breaks CUDA, which reserves huge virtual ranges. So the limit is enforced from outside: a thread sums
-    the resident pages (/proc/PID/statm) of every process of the sandbox every `interval_s` and SIGKILLs
-    the whole sandbox above the limit. It bounds growth, not a spike shorter than one interval (the
-    kernel's OOM killer stays the backstop); a page shared by several processes counts once for each.
+    the resident pages (/proc/PID/statm) of every process of the sandbox every `interval_s` (the members
+    found again every `rescan_s`) and SIGKILLs the whole sandbox above the limit. It bounds growth, not a
+    spike shorter than one interval (the kernel's OOM killer stays the backstop); a page shared by several
+    processes counts once for each. Its cost: benchmarks/sandbox_watch_cost.py.
     """
 
-    def __init__(self, proc: SandboxProcess, limit: int, interval_s: float = 0.05) -> None:
-        self.proc, self.limit, self.interval_s = proc, limit, interval_s
+    def __init__(self, proc: SandboxProcess, limit: int, interval_s: float = 0.05, rescan_s: float = 0.5) -> None:
+        self.proc, self.limit, self.interval_s, self.rescan_s = proc, limit, interval_s, rescan_s
         self.tripped_at: int | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="sandbox-memory-watch", daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
+        # Finding the members reads every process of the host (a few ms); their statm is microseconds. So the
+        # members are found again every `rescan_s` (a new process is counted from then on) and read every poll.
+        members: list[int] = []
+        scanned = 0.0
         while not self._stop.wait(self.interval_s) and self.proc.popen.poll() is None:
-            total = sum(_resident_bytes(pid) for pid in self.proc.member_pids(drain=False))
+            if time.monotonic() - scanned >= self.rescan_s:
+                members, scanned = self.proc.member_pids(drain=False), time.monotonic()
+            total = sum(_resident_bytes(pid) for pid in members)
             if total > self.limit:
                 self.tripped_at = total
                 log.warning("sandbox memory limit: %.2f GiB resident > %.2f GiB; killing it",
