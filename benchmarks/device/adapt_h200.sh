@@ -10,6 +10,10 @@
 # Prepare HERE:  bash benchmarks/device/campaign_site.sh && bash benchmarks/device/fetch_adapt_wheels.sh
 # Run:           kind nvidia-h200-x2, carry [".carry/comb", ".carry/adapt_whl", ".carry/bwrap"], command
 #                bash benchmarks/device/adapt_h200.sh
+# The judge's own wheels (tvm_ffi, cupti-python, pyelftools: .carry/judge_whl) do not fit beside comb in one
+# call's 64 MiB. Install them in an EARLIER call on the same warm machine (any run.sh or generalization.sh call
+# carrying .carry/judge_whl puts them in /tmp/site); this script adds $JUDGE_SITE (default /tmp/site) to the
+# path and stops at once when tvm_ffi is not importable.
 # On one H200:   GPUS=0 PROBLEMS=gemm_n7168_k5120 bash benchmarks/device/adapt_h200.sh
 # Expected: about 4-5 min on two GPUs with the two default problems (the source campaign's 8 GPU turns take
 # most of it; the repairs re-judge kernels the service has already built, sanitized and profiled).
@@ -25,12 +29,15 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site3 
   > "$OUT/pip.log" 2>&1 || { cat "$OUT/pip.log"; exit 3; }
 # The preamble without wheels: the carried bubblewrap (the judge sandboxes every candidate), PATH, the shim.
 JUDGE_WHEELS= WHEELS= PTXBENCH_SITE=/tmp/site2 . benchmarks/device/preamble.sh || exit 3
-export PYTHONPATH=/tmp/site2:/tmp/site3:$PWD PYTHONUNBUFFERED=1 PTXBENCH_CACHE_DIR=/tmp/pcache PATH=/tmp/bin:$PATH
+JUDGE_SITE=${JUDGE_SITE:-/tmp/site}
+export PYTHONPATH=/tmp/site2:/tmp/site3:$JUDGE_SITE:$PWD PYTHONUNBUFFERED=1 PTXBENCH_CACHE_DIR=/tmp/pcache PATH=/tmp/bin:$PATH
 export PREFECT_UI_ENABLED=false HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 HF_DATASETS_CACHE=/tmp/hfcache
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 printf '#!/bin/sh\nexec python3 -c "import sys; sys.argv[0] = \\"ptxbench\\"; from flows.cli.main import app; app()" "$@"\n' > /tmp/bin/ptxbench
 chmod +x /tmp/bin/ptxbench
-python3 -c "import prefect, mlflow, duckdb, litellm, datasets; print('prefect', prefect.__version__, 'duckdb', duckdb.__version__, 'datasets', datasets.__version__)" \
+python3 -c "import tvm_ffi, cupti" 2>/dev/null || {
+  echo "the judge's wheels are not in $JUDGE_SITE: install .carry/judge_whl in an earlier call (see the header)"; exit 3; }
+python3 -c "import prefect, mlflow, duckdb, litellm, datasets, bm25s; print('prefect', prefect.__version__, 'duckdb', duckdb.__version__, 'datasets', datasets.__version__)" \
   | tee "$OUT/versions.txt" || exit 3
 nvidia-smi --query-gpu=index,name,driver_version,temperature.gpu,clocks.sm --format=csv | tee "$OUT/gpus.txt"
 t0=$(date +%s)

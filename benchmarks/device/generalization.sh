@@ -7,7 +7,7 @@
 # Steps (STEPS overrides): env -> prebuild (all kernels in parallel, nvcc -lcuda, filling the compile
 # cache) -> eval (`ptxbench eval --json` per kernel: the 16 d64/d96 attention kernels first, then the 3
 # GQA kernels, then the 8 regenerated d128 attention kernels) -> table (solutions/make_table.py).
-# Time box: no eval starts after DEADLINE_S (default 390 s; an eval is cut at 140 s) from the start, so the call ends before
+# Time box: no eval starts after DEADLINE_S (default 390 s; an eval is cut at EVAL_TIMEOUT, default 140 s) from the start, so the call ends before
 # 9 minutes; envelopes already in RESULTS (default /tmp/gen-results, kept while the machine stays warm)
 # are not judged again, so calling the script again on the warm machine judges the rest. Every call
 # brings back $OUT/results.tgz (all envelopes so far), $OUT/table.md and the logs.
@@ -35,7 +35,7 @@ judge() {  # judge KERNEL: one envelope RESULTS/<problem>__<kernel>.json, skippe
   out="$RESULTS/${problem}__${name}.json"
   [ -s "$out" ] && { echo "have  $problem/$name"; return; }
   if [ $(( $(date +%s) - START )) -ge "$DEADLINE_S" ]; then echo "later $problem/$name (deadline)"; return; fi
-  timeout 140 ptxbench eval "$kernel" --problem "$problem" --arch hopper --json > "$out.tmp" 2> "${out%.json}.stderr"
+  timeout "${EVAL_TIMEOUT:-140}" ptxbench eval "$kernel" --problem "$problem" --arch hopper --json > "$out.tmp" 2> "${out%.json}.stderr"
   rc=$?
   printf '%s\t%s\t%s\n' "$problem" "$name" "$rc" >> "$RESULTS/exit_codes.tsv"
   if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out.tmp" 2>/dev/null; then

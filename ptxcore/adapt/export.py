@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import Field
 
+from ptxcore.agent.campaign import ModelSpec
 from ptxcore.agent.records import now_iso
 from ptxcore.prompts import TokenCounter
 from ptxcore.schema import FrozenModel, text_sha256
@@ -134,7 +135,14 @@ def _manifest(ctx: BuildContext, wh: Warehouse, counts: dict[str, Any], dropped:
                    "pairs_and_reasoning_sha256": text_sha256(dumps(used))},
         "tokenizer": tokenizer, "counts": counts, "dropped": dropped, "outputs": outputs,
         "shuffle_seed": ctx.recipe.export.shuffle_seed,
+        "synthesizer": _model_record(ctx.recipe.synthesizer.model),
+        "teacher": _model_record(ctx.recipe.teacher.model) if ctx.recipe.teacher is not None else None,
     }
+
+
+def _model_record(spec: ModelSpec) -> dict[str, Any]:
+    """Which model wrote a part of the rows (Table 10's synthesizer column); never a key, only its variable."""
+    return {"model": spec.model, "label": spec.label, "api_base": spec.api_base}
 
 
 def run_export(wh: Warehouse, ctx: BuildContext, out_dir: Path, counter: TokenCounter, note: str = "") -> ExportSummary:

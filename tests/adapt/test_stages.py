@@ -209,6 +209,10 @@ def test_reasoning_export_and_reruns(wh, tmp_path, monkeypatch):
     assert manifest["counts"]["rows"] == 2 and manifest["outputs"]["parquet"]["sha256"] == first.parquet_sha256
     assert [d["reason"] for d in manifest["dropped"]] == ["pair_target_not_executed"]
     assert manifest["tokenizer"]["name"] == "tiktoken:o200k_base" and manifest["selection"]["per_problem_cap"] == 2
+    assert manifest["synthesizer"]["model"] == ctx.recipe.synthesizer.model.model
+    assert manifest["teacher"]["model"] == ctx.recipe.teacher.model.model
+    from ptxcore.report.recipes import load_manifest
+    assert load_manifest(first.manifest).synthesizer == ctx.recipe.synthesizer.model.model
     training = json.loads((tmp_path / "out" / "t-fixit.training.json").read_text())
     assert (training["lora_rank"], training["learning_rate"], training["num_epochs"], training["batch_size"]) == \
         (32, 4.65e-4, 5, 2)

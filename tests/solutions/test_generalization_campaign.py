@@ -49,10 +49,16 @@ def test_recorded_generalization_verdicts_are_the_library_kernels_judged_on_the_
                                  re.DOTALL)
             turns[text_sha256(code)] = problem
     verdicts = read_traced_verdicts(SOLUTIONS.parent / "campaigns" / "recorded" / "h200-generalization")
-    assert len(verdicts) == 18
+    assert len(verdicts) == 22
     for v in verdicts:
         assert turns.get(v.kernel_sha256) == v.trace.definition, v.where
         assert v.trace.evaluation.environment.hardware == "NVIDIA H200" and v.arch == "hopper"
+    # Every GQA problem has a PASSED, target-executing kernel judged against a recorded FlashInfer version
+    # (the two prefill ones from the re-judgement of 18:02-18:13, results/h200-2026-12-01f-gqa-prefill.tgz).
+    gqa = {v.trace.definition for v in verdicts if v.trace.definition.startswith("gqa_")
+           and v.trace.evaluation.status.value == "PASSED" and v.target_instruction.status.value == "executed"
+           and v.trace.evaluation.environment.libs.get("baseline:flashinfer") == "0.7.2.post1"}
+    assert gqa == {p for p in library.problems() if p.startswith("gqa_")} and len(gqa) == 3
 
 
 def test_record_verdicts_writes_only_matching_judged_envelopes(tmp_path):
