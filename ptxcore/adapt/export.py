@@ -141,8 +141,9 @@ def _manifest(ctx: BuildContext, wh: Warehouse, counts: dict[str, Any], dropped:
 
 
 def _model_record(spec: ModelSpec) -> dict[str, Any]:
-    """Which model wrote a part of the rows (Table 10's synthesizer column); never a key, only its variable."""
-    return {"model": spec.model, "label": spec.label, "api_base": spec.api_base}
+    """Which model wrote a part of the rows (Table 10's synthesizer column). The endpoint is left out: a URL may
+    carry credentials, and the manifest travels with the data."""
+    return {"model": spec.model, "label": spec.label}
 
 
 def run_export(wh: Warehouse, ctx: BuildContext, out_dir: Path, counter: TokenCounter, note: str = "") -> ExportSummary:
