@@ -53,6 +53,15 @@ class JudgeConfig(FrozenModel):
     """Wall-clock limit for the child process to start and load the module, seconds."""
     throttle_retries: int = Field(default=2, ge=0)
     """Times a trial measured under thermal/power throttling is repeated before it is reported flagged."""
+    meter: bool = True
+    """Audit the timed calls with the judge's own device meter (CUPTI PM sampling in the judge's process): a
+    candidate whose claimed latency the meter contradicts is REWARD_HACK, and one that cannot be metered is
+    INFRA_ERROR. False: the latency is the candidate process's claim, and the verdict's audit says so."""
+    meter_claim_fraction: float = Field(default=0.5, gt=0.0, le=1.0)
+    """A trial whose claimed median is below this fraction of the metered busy median (minus the allowance) is
+    REWARD_HACK. Set from the honest ratios measured on the H200 (SECURITY.md, "Timing authority")."""
+    meter_allowance_us: float = Field(default=0.0, ge=0.0)
+    """Extra allowance per call added to the rule's own (two sampling intervals + 20 us), us."""
     build_timeout_s: float = Field(default=300.0, gt=0)
     """nvcc limit on the GPU host, seconds."""
     cache_dir: Path | None = None

@@ -17,7 +17,7 @@ import secrets
 import select
 import time
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 from typing import Any
 
 
@@ -79,6 +79,31 @@ class Channel:
 
 
 # ---- judge <-> candidate child ------------------------------------------------------------------------
+
+class SessionMode(StrEnum):
+    """What a child session runs."""
+
+    FFI = "ffi"
+    """A candidate's TVM-FFI build (sandboxed; torch and cupy are kept out of the process)."""
+    TRITON = "triton"
+    """A candidate's Triton kernel.py (sandboxed; runs on torch)."""
+    BASELINE = "baseline"
+    """The trusted baseline library (not sandboxed)."""
+
+    @property
+    def is_candidate(self) -> bool:
+        return self is not SessionMode.BASELINE
+
+
+class ChildExit(IntEnum):
+    """Exit codes of a child session."""
+
+    OK = 0
+    REQUEST_FAILED = 3
+    """A request failed (the candidate's fault: reported to the judge as a failed reply first)."""
+    INIT_FAILED = 4
+    """The session could not start (driver, CUPTI): an infrastructure fault."""
+
 
 class ChildOp(StrEnum):
     HELLO = "hello"
@@ -143,11 +168,81 @@ class ChildReply:
         data = {k: v for k, v in msg.items() if k not in ("ok", "seq", "nonce", "stage", "error")}
         return cls(msg["ok"], seq, nonce, data, msg.get("stage"), msg.get("error"))
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """Reply fields by name (`ok`, `error`, `stage` and the op's data)."""
-        if key in ("ok", "seq", "nonce", "stage", "error"):
-            return getattr(self, key)
-        return self.data.get(key, default)
+    @property
+    def fault(self) -> str | None:
+        """A failed Triton candidate's own classification (COMPILE_ERROR / RUNTIME_ERROR), if it gave one."""
+        value = self.data.get("fault")
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class CallReply:
+    """The child's answer to CALL (claims: the judge keeps its own window of the call)."""
+
+    wall_ns: int
+    """The child's own host time around the call."""
+    l2_reset: bool
+    """The child found and cleared a persisting-L2 set-aside after the call."""
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"wall_ns": self.wall_ns, "l2_reset": self.l2_reset}
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> CallReply:
+        wall = data.get("wall_ns")
+        return cls(wall if isinstance(wall, int) and wall >= 0 else 0, data.get("l2_reset") is True)
+
+
+@dataclass(frozen=True)
+class TimingRow:
+    """What the child's CUPTI records say one call ran (a claim the judge audits with its own meter)."""
+
+    tag: int
+    span_ns: int
+    records: int
+    kernels: int
+    off_stream: tuple[str, ...] = ()
+    kernel_names: tuple[str, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"tag": self.tag, "span_ns": self.span_ns, "records": self.records, "kernels": self.kernels,
+                "off_stream": list(self.off_stream), "kernel_names": list(self.kernel_names)}
+
+    @classmethod
+    def from_wire(cls, row: Any) -> TimingRow:
+        """ProtocolViolation for a row that is not one (it comes from the candidate's process)."""
+        if not isinstance(row, dict):
+            raise ProtocolViolation("a timing row that is not an object")
+        ints = [row.get(k) for k in ("tag", "span_ns", "records", "kernels")]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in ints) or min(ints[1:]) < 0:
+            raise ProtocolViolation("a timing row with non-integer or negative counts")
+        names = [row.get("off_stream", []), row.get("kernel_names", [])]
+        if not all(isinstance(n, list) and all(isinstance(x, str) for x in n) for n in names):
+            raise ProtocolViolation("a timing row whose names are not strings")
+        return cls(*ints, tuple(names[0]), tuple(names[1]))
+
+
+@dataclass(frozen=True)
+class TimingsReply:
+    """The child's answer to TIMINGS: per-call rows, the environment stream ids, stray activity names."""
+
+    env_streams: tuple[int, ...]
+    calls: tuple[TimingRow, ...]
+    stray: tuple[str, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"env_streams": list(self.env_streams), "calls": [c.to_wire() for c in self.calls],
+                "stray": list(self.stray)}
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> TimingsReply:
+        streams, calls, stray = data.get("env_streams", []), data.get("calls", []), data.get("stray", [])
+        if not isinstance(streams, list) or not all(isinstance(x, int) for x in streams):
+            raise ProtocolViolation("environment stream ids that are not integers")
+        if not isinstance(calls, list) or not isinstance(stray, list):
+            raise ProtocolViolation("a timings reply without lists")
+        return cls(tuple(streams), tuple(TimingRow.from_wire(c) for c in calls),
+                   tuple(str(x)[:200] for x in stray[:20]))
 
 
 # ---- service <-> GPU worker ---------------------------------------------------------------------------

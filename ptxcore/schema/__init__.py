@@ -41,6 +41,7 @@ from .records import (
     TurnRecord,
 )
 from .solution import BuildSpec, Solution, SourceFile
+from .timing import MeterStatus, TimingAudit, TrialAudit
 from .trace import Correctness, Environment, Evaluation, Performance, Trace
 from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
 
@@ -51,5 +52,6 @@ __all__ = [
     "LLMUsage", "PtxasResources", "RecordedVerdict", "SanitizerSummary", "SassReport", "TargetInstructionEvidence",
     "TurnRecord", "BuildSpec", "SourceFile", "Solution", "Correctness", "Environment",
     "Evaluation", "Performance", "Trace", "RandomInput", "SafetensorsInput", "ScalarInput", "Workload",
+    "MeterStatus", "TimingAudit", "TrialAudit",
     "AugmentationStatus", "FeedbackAugmentation", "ItemKind", "RetrievalCondition", "RetrievedItem",
 ]

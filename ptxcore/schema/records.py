@@ -13,6 +13,7 @@ from .augmentation import FeedbackAugmentation
 from .base import SCHEMA_VERSION, FrozenModel
 from .enums import CompileStatus, EvaluationStatus, SandboxMode, StaticTarget, TargetInstruction
 from .migrate import empty_to_none, migrate_correctness, migrate_environment
+from .timing import TimingAudit
 from .trace import Correctness, Performance
 
 
@@ -308,6 +309,8 @@ class JudgeResult(FrozenModel):
     """Trimmed log for feedback."""
     recorded: RecordedVerdict | None = None
     """Set when this verdict was not reached now but reused from an earlier GPU judgement (route recorded:)."""
+    timing_audit: TimingAudit | None = None
+    """The timed trials' claims against the judge's own measurements (present when timed calls ran)."""
 
     _empty = field_validator("workload_uuid", mode="before")(empty_to_none)
 

@@ -147,11 +147,12 @@ def test_the_session_child_starts_in_the_sandbox():
     cannot run (no driver), through the judge's channel."""
     from ptxcore.gpu import gpu_available
     from ptxcore.gpu.harness.isolation import ChildDied, ChildProcess
+    from ptxcore.gpu.messages import SessionMode
 
     if gpu_available():
         pytest.skip("needs a host without a GPU")
     with pytest.raises(ChildDied) as info:
-        ChildProcess.spawn(device=0, mode="ffi", startup_timeout_s=60, candidate=None)
+        ChildProcess.spawn(device=0, mode=SessionMode.FFI, startup_timeout_s=60, candidate=None)
     assert "child failed to start" in str(info.value) and "libcuda" in str(info.value)
 
 
@@ -263,3 +264,30 @@ def test_a_stage_process_spinning_on_the_cpu_is_ended_by_its_cpu_limit(monkeypat
     with StageSandbox("ncu", None) as stage:
         out = stage.run(["/bin/sh", "-c", "while :; do :; done"], 30)
     assert out.status is SandboxStatus.SIGNALED and out.signal in (24, 9)  # SIGXCPU, then SIGKILL at the hard limit
+
+
+def test_a_process_the_candidate_detached_is_ended_after_its_calls():
+    """Issue 25: under memcheck and ncu the standalone child ends, after its calls, every process of its sandbox
+    that left its session (a detached sleeper), so no tool waits for it; its own ancestors (the tool) stay."""
+    code = ("import os, subprocess, sys, time\n"
+            "p = subprocess.Popen(['/bin/sleep', '600'], start_new_session=True)\n"
+            "same = subprocess.Popen(['/bin/sleep', '600'])\n"
+            "from ptxcore.gpu.child.standalone import end_detached_processes\n"
+            "n = end_detached_processes()\n"
+            "time.sleep(0.2)\n"
+            "print(n, p.poll() is not None, same.poll() is None)\n"
+            "same.kill()\n")
+    with StageSandbox("memcheck", None) as stage:
+        out = stage.run(["/bin/sh", "-c", f"{sys.executable} -c \"$0\"", code], 60)
+    assert out.ok, out.stderr
+    assert out.stdout.split() == ["1", "True", "True"]
+
+
+def test_outside_a_sandbox_nothing_is_ended(tmp_path):
+    from ptxcore.gpu.child.standalone import end_detached_processes
+
+    fake = tmp_path / "proc"
+    (fake / "1").mkdir(parents=True)
+    (fake / "1" / "cmdline").write_bytes(b"/sbin/init\0")
+    (fake / "4242").mkdir()
+    assert end_detached_processes(fake) == 0

@@ -17,6 +17,7 @@ from ptxcore.gpu import JudgeConfig
 from ptxcore.gpu.pipeline.judge import GpuJudge
 from ptxcore.problems import get_problem
 from ptxcore.schema import EvaluationStatus as S
+from ptxcore.schema import MeterStatus
 from ptxcore.schema import TargetInstruction as T
 
 pytestmark = pytest.mark.gpu
@@ -71,6 +72,7 @@ def test_control(judge: GpuJudge, name: str, problem: str, status: S, target: T 
         assert r.target_instruction.status is target, r.target_instruction.model_dump_json()[:1500]
     if status is S.PASSED:
         assert r.performance.latency_ms > 0 and r.performance.reference_latency_ms > 0
+        assert r.timing_audit is not None and r.timing_audit.meter is MeterStatus.MEASURED
         assert r.correctness.stats.timed_calls_verified == CONFIG["trials"] * CONFIG["iters"]
         assert r.sanitizer is not None and r.sanitizer.errors == 0
 

@@ -1,8 +1,9 @@
-"""The hostile controls (issue 14), judged in one ordered run on a GPU by one judge, then a correct kernel.
+"""The hostile controls (issues 14 and 24), judged in one ordered run on a GPU by one judge, then a correct kernel.
 
 Each candidate tries to reach what a judge must keep out of its reach: a host file, a vendor library, the build
 machine, the judge's wall clock, its state on disk, its environment, the network, its pipe, the host's process
-table and its timer. Each gets the verdict an honest judge gives; nothing it started survives its stage; the
+table and its timer, its span computation (h12, h13: the timing forged from inside the process that times it).
+Each gets the verdict an honest judge gives; nothing it started survives its stage; the
 judge's files are unchanged; and a correct kernel judged right after gets the same verdict it gets alone.
 Set PTXBENCH_HOSTILE_OUT=path.jsonl to keep every envelope.
 """
@@ -24,6 +25,7 @@ from ptxcore.gpu import JudgeConfig
 from ptxcore.gpu.pipeline.judge import GpuJudge
 from ptxcore.problems import get_problem
 from ptxcore.schema import EvaluationStatus as S
+from ptxcore.schema import MeterStatus
 
 pytestmark = pytest.mark.gpu
 
@@ -77,6 +79,10 @@ def test_reference_verdict_first(judge):
     """The correct kernel alone (its verdict and timing are compared with the one judged after the attacks)."""
     r, _ = _judge(judge, "01_gemm_cuda_core.cu", (FIXTURES / "controls" / "01_gemm_cuda_core.cu").read_text())
     assert r.status is S.PASSED
+    assert r.timing_audit is not None and r.timing_audit.meter is MeterStatus.MEASURED
+    for t in r.timing_audit.trials:
+        print(f"honest trial {t.trial}: claimed {t.claimed_median_ms:.4f} ms, metered busy {t.busy_median_ms:.4f} ms, "
+              f"window {t.window_median_ms:.4f} ms, after replies {t.busy_after_return_ms:.4f} ms")
     FIRST["result"] = r
 
 
@@ -173,6 +179,33 @@ def test_host_memory_exhaustion_is_stopped_at_the_stage_limit(judge, monkeypatch
     assert r.status is S.RUNTIME_ERROR and "resident memory" in r.reason and wall < 180
     time.sleep(1)
     assert len(_processes_mentioning("ptxcore.gpu.child")) == 0
+
+
+def test_spans_forged_through_dlsym_are_contradicted_by_the_meter(judge):
+    """Issue 24: no Python symbol imported, the interpreter reached by dlsym, the span computation rewritten so
+    that every call looks ten times faster (on the H200 before the meter: PASSED at ten times its speedup)."""
+    r, _ = _judge(judge, "h12_forge_spans_dlsym.cu")
+    assert r.status is S.REWARD_HACK and "forged its timing" in r.reason, r.reason
+    trial = r.timing_audit.trials[0]
+    assert trial.claimed_median_ms < 0.2 * trial.busy_median_ms
+
+
+def test_an_early_reply_gets_no_inflated_speedup(judge):
+    """The harness made to reply before the GPU finished, and its spans divided by ten."""
+    r, _ = _judge(judge, "h13_forge_early_reply.cu")
+    honest = FIRST["result"].performance.speedup_factor
+    assert r.status is not S.PASSED or r.performance.speedup_factor <= 1.25 * honest, r.reason
+    time.sleep(1)
+    assert len(_processes_mentioning("ptxcore.gpu.child")) == 0
+
+
+def test_a_detached_process_cannot_switch_off_the_memory_gate(judge):
+    """Issue 25: a correct kernel that leaves a sleeper in a new session in every process it runs in."""
+    r, wall = _judge(judge, "h14_detached_correct.cu")
+    assert r.sanitizer is not None and r.sanitizer.ran >= 1 and wall < 120, r.reason
+    assert r.status is S.PASSED or (r.status is S.RUNTIME_ERROR and "left running" in r.reason), r.reason
+    time.sleep(2)
+    assert not _processes_mentioning("sleep 600")
 
 
 def test_correct_kernel_after_the_attacks_is_judged_the_same(judge):

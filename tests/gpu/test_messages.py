@@ -22,7 +22,7 @@ def test_an_honest_reply_is_accepted():
     nonce = new_nonce()
     chan = _channel_with((json.dumps(ChildReply(True, 4, nonce, {"wall_ns": 812}).to_wire()) + "\n").encode())
     reply = ChildReply.from_wire(chan.recv(1.0), seq=4, nonce=nonce)
-    assert reply.ok and reply.get("wall_ns") == 812
+    assert reply.ok and reply.data["wall_ns"] == 812
 
 
 @pytest.mark.parametrize("forged", [

@@ -34,6 +34,32 @@ def test_memcheck_clean_and_inconclusive():
     assert parse_memcheck(MEMCHECK_CLEAN, 1)[0] is MemcheckOutcome.INCONCLUSIVE  # process failed, no errors
 
 
+def test_a_tool_that_never_saw_the_process_end_is_not_clean_whatever_its_summary():
+    """Issue 25: a detached process kept compute-sanitizer waiting; it ended with "couldn't find exit code" and,
+    before this rule, a clean-looking summary let the candidate pass without a memory-safety verdict."""
+    text = MEMCHECK_CLEAN.replace("========= ERROR SUMMARY", "========= Error: couldn't find exit code.\n"
+                                  "========= ERROR SUMMARY")
+    assert parse_memcheck(text, 0)[0] is MemcheckOutcome.LEFT_RUNNING
+
+
+def test_the_left_running_outcome_fails_the_gate(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from ptxcore.gpu import JudgeConfig
+    from ptxcore.gpu.harness.sanitizer import MemcheckRun
+    from ptxcore.gpu.pipeline import tools
+    from ptxcore.problems import get_problem
+    from ptxcore.schema import EvaluationStatus
+
+    runs = [MemcheckRun(MemcheckOutcome.LEFT_RUNNING, 0, "========= Error: couldn't find exit code.", 0, 130.0)]
+    monkeypatch.setattr(tools, "run_memcheck", lambda *a, **k: runs)
+    stages = tools.ToolStages(tmp_path, JudgeConfig(cache_dir=tmp_path))
+    result = SimpleNamespace(sanitizer=None)
+    v = stages.memcheck_run("k", tmp_path / "kernel.so", get_problem("gemm_n7168_k5120"), "w", result)
+    assert v.status is EvaluationStatus.RUNTIME_ERROR and "left running" in v.reason
+    assert stages.memcheck_run("k", tmp_path / "kernel.so", get_problem("gemm_n7168_k5120"), "w", result) == v
+
+
 NCU_TMA = """\
 ==PROF== Connected to process 4242 (/usr/bin/python3.12)
 ==PROF== Profiling "gemm_tma": 0%....50%....100% - 3 passes

@@ -19,7 +19,15 @@ from ptxcore.gpu.child import session as child_session
 from ptxcore.gpu.child.cupti import ActivityRecord
 from ptxcore.gpu.harness.calls import CallDriver, CallFailed, CallRecord
 from ptxcore.gpu.harness.triton import TritonFiles, candidate_args
-from ptxcore.gpu.messages import Channel, ChildOp, ChildReply, ChildRequest
+from ptxcore.gpu.messages import (
+    Channel,
+    ChildOp,
+    ChildReply,
+    ChildRequest,
+    SessionMode,
+    TimingRow,
+    TimingsReply,
+)
 from ptxcore.schema import EvaluationStatus
 from ptxcore.triton.loader import CandidateFault, CandidateLoadError
 from ptxcore.triton.session import CandidateCallError
@@ -111,7 +119,8 @@ def _bare_session(monkeypatch, records: list[ActivityRecord]) -> child_session.S
     monkeypatch.setattr(child_session.driver, "synchronize", lambda: None)
     monkeypatch.setattr(child_session.driver, "clear_persisting_l2", lambda: False)
     s = object.__new__(child_session.Session)
-    s.device, s.recorder, s.windows, s.records, s.fn, s.mode, s.slots = 1, FakeRecorder(records), [], [], None, "", {}
+    s.device, s.recorder, s.windows, s.records, s.fn, s.slots = 1, FakeRecorder(records), [], [], None, {}
+    s.mode = SessionMode.TRITON
     return s
 
 
@@ -119,39 +128,40 @@ def test_mode_triton_loads_calls_and_reports_launches_and_kernel_names(monkeypat
     records = [ActivityRecord("kernel", "gemm", 1500, 1600, 7), ActivityRecord("kernel", "gemm", 1610, 1700, 7),
                ActivityRecord("kernel", "_ZN2at6native_fill", 1710, 1800, 7)]
     s = _bare_session(monkeypatch, records)
-    s.load({"mode": "triton", "source": "/w/kernel.py", "triton_cache": "/w/triton-cache"})
+    s.load({"source": "/w/kernel.py", "triton_cache": "/w/triton-cache"})
     assert s.fn.loaded == ("/w/kernel.py", "/w/triton-cache", 1)
-    s.slots[0] = {"args": ["A", "B", "C"], "raw": [], "outputs": ["C"], "mapped": []}
+    s.slots[0] = child_session.Slot([], ["A", "B", "C"], [], ["C"])
     assert "wall_ns" in s.call({"slot": 0, "tag": 0})
     assert s.fn.calls == [["A", "B", "C"]]
     assert s.launches({})["kernels"] == ["gemm"]
-    reply = s.timings({})
-    assert reply["calls"] == [[0, 300, 3, 3, ["_ZN2at6native_fill", "gemm"], ["_ZN2at6native_fill", "gemm"]]]
+    reply = TimingsReply.from_data(s.timings({}))
+    names = ("_ZN2at6native_fill", "gemm")
+    assert reply.calls == (TimingRow(0, 300, 3, 3, names, names),)
 
 
 def test_only_mode_triton_has_a_launch_report_and_kernel_names(monkeypatch):
     s = _bare_session(monkeypatch, [ActivityRecord("kernel", "k", 1500, 1600, 7)])
-    s.mode = "ffi"
+    s.mode = SessionMode.FFI
     s.windows.append(child_session.CallWindow(0, 1000, 2000))
     with pytest.raises(RuntimeError, match="mode triton"):
         s.launches({})
-    assert s.timings({})["calls"] == [[0, 100, 1, 1, ["k"]]]  # the CUDA wire row is what it always was
+    assert TimingsReply.from_data(s.timings({})).calls == (TimingRow(0, 100, 1, 1, ("k",), ("k",)),)
 
 
 def test_a_classified_triton_fault_keeps_its_status_and_trimmed_message(capsys):
-    error, data = child_session._failure(CandidateCallError(COMPILE_FAULT), "triton")
+    error, data = child_session._failure(CandidateCallError(COMPILE_FAULT), SessionMode.TRITON)
     assert data == {"fault": "COMPILE_ERROR"} and error == COMPILE_FAULT.message
     assert "Traceback" not in capsys.readouterr().err
-    error, data = child_session._failure(CandidateCallError(COMPILE_FAULT), "ffi")
+    error, data = child_session._failure(CandidateCallError(COMPILE_FAULT), SessionMode.FFI)
     assert data == {} and error.startswith("CandidateCallError: ")  # a CUDA child never reports a fault status
-    error, data = child_session._failure(ValueError("boom"), "triton")
+    error, data = child_session._failure(ValueError("boom"), SessionMode.TRITON)
     assert data == {} and error == "ValueError: boom"
 
 
 def test_run_session_in_mode_triton_replies_with_the_fault(monkeypatch):
     class FakeSession:
-        def __init__(self, device: int) -> None:
-            pass
+        def __init__(self, device: int, mode: SessionMode) -> None:
+            assert mode is SessionMode.TRITON
 
         def load(self, msg: dict) -> dict:
             return {}
@@ -164,17 +174,18 @@ def test_run_session_in_mode_triton_replies_with_the_fault(monkeypatch):
     rep_r, rep_w = os.pipe()
     judge = Channel(rep_r, cmd_w)
     out = {}
-    thread = threading.Thread(target=lambda: out.update(rc=child_session.run_session(cmd_r, rep_w, 0, "triton")))
+    thread = threading.Thread(target=lambda: out.update(rc=child_session.run_session(cmd_r, rep_w, 0,
+                                                                                    SessionMode.TRITON)))
     thread.start()
     replies = []
-    for seq, (op, args) in enumerate([(ChildOp.HELLO, {"nonce": "n0"}), (ChildOp.LOAD, {"mode": "triton"}),
+    for seq, (op, args) in enumerate([(ChildOp.HELLO, {"nonce": "n0"}), (ChildOp.LOAD, {}),
                                       (ChildOp.CALL, {"slot": 0, "tag": 0})], start=1):
         judge.send(ChildRequest(op, seq, args).to_wire())
         replies.append(ChildReply.from_wire(judge.recv(10.0), seq, "n0"))
     thread.join(10)
     assert out["rc"] == 3 and replies[0].ok and replies[1].ok
     failed = replies[2]
-    assert not failed.ok and failed.get("fault") == "COMPILE_ERROR" and failed.error == COMPILE_FAULT.message
+    assert not failed.ok and failed.fault == "COMPILE_ERROR" and failed.error == COMPILE_FAULT.message
     assert sys.modules.get("torch", "absent") is not None  # mode triton blocks no import
     for fd in (cmd_r, cmd_w, rep_r, rep_w):
         try:
@@ -263,6 +274,8 @@ def _driver(child: FakeChild, first: float | None, monkeypatch) -> CallDriver:
     d.child, d.slots, d.flusher, d.call_timeout_s, d.first_call_timeout_s = child, [noop], noop, 30.0, first
     d.state = SimpleNamespace(spec=SimpleNamespace(outputs=[]), trials=[SimpleNamespace(inputs={})])
     d.records, d._last_perm, d._keep, d.l2_resets = [], {}, [], 0
+    d.meter, d.clock, d._open_gap, d.trials = None, iter(range(0, 10**9, 1000)).__next__, None, []
+    d.new_event = lambda: SimpleNamespace(elapsed_time=lambda other: 0.0)
     d.host_s = {"harness_prepare": 0.0, "harness_call_roundtrip": 0.0, "harness_compare_queue": 0.0,
                 "child_call_wall": 0.0}
     return d
@@ -284,32 +297,33 @@ def test_the_first_call_gets_the_startup_deadline_and_a_fault_comes_back(monkeyp
     assert cuda.timeouts == [30.0]  # a CUDA session's first call has the per-call deadline, as before
 
 
-def _session(mode: str):
+def _session(mode: SessionMode):
     from ptxcore.gpu.harness.calls import Tolerance
     from ptxcore.gpu.pipeline.session import CandidateSession, SessionPlan
 
-    plan = SessionPlan(mode, {}, 3, 1, 3, True, Tolerance(1e-2, 1e-2, 1.0), 30.0, 120.0, 0, 0,
-                       enforce_rules=True)
+    plan = SessionPlan(mode=mode, load={}, trials=3, warmup=1, iters=3, permute=True,
+                       tol=Tolerance(1e-2, 1e-2, 1.0), call_timeout_s=30.0, startup_timeout_s=120.0,
+                       throttle_retries=0, device=0)
     return CandidateSession(plan, SimpleNamespace(), None, None)
 
 
 def test_a_triton_compile_fault_is_a_compile_error_only_in_mode_triton():
     failed = CallFailed(CallRecord(0, "correctness", 0, 0), COMPILE_FAULT.message, "COMPILE_ERROR")
-    v = _session("triton")._failed(failed)
+    v = _session(SessionMode.TRITON)._failed(failed)
     assert v.status is EvaluationStatus.COMPILE_ERROR and v.reason == COMPILE_FAULT.message
-    assert _session("ffi")._failed(failed).status is EvaluationStatus.RUNTIME_ERROR
+    assert _session(SessionMode.FFI)._failed(failed).status is EvaluationStatus.RUNTIME_ERROR
     runtime = CallFailed(CallRecord(0, "correctness", 0, 0), "error during call: IndexError", "RUNTIME_ERROR")
-    v = _session("triton")._failed(runtime)
+    v = _session(SessionMode.TRITON)._failed(runtime)
     assert v.status is EvaluationStatus.RUNTIME_ERROR and "correctness call 0 of trial 0" in v.reason
     load = CallFailed(CallRecord(None, "load", 0, None), "error during import: NameError", "RUNTIME_ERROR")
-    assert "loading the module" in _session("triton")._failed(load).reason
+    assert "loading the module" in _session(SessionMode.TRITON)._failed(load).reason
 
 
 def test_mode_triton_applies_the_foreign_kernel_rule_with_the_launch_report():
     from ptxcore.gpu.child.cupti import CallTiming
     from ptxcore.gpu.pipeline.session import _launch_report
 
-    session = _session("triton")
+    session = _session(SessionMode.TRITON)
     report = ChildReply(True, 1, "n", {"kernels": ["gemm", 7, None], "steady": [{"name": "gemm"}, "x"], "per_call": 3})
     session.out.launches = _launch_report(FakeChild([report]), 30.0)
     assert session.out.launches == {"kernels": ["gemm"], "steady": [{"name": "gemm"}], "per_call": []}
@@ -346,7 +360,8 @@ def test_judging_triton_without_a_gpu_raises_no_gpu(tmp_path, monkeypatch):
 
 def test_candidate_load_errors_are_classified_for_the_reply():
     error, data = child_session._failure(CandidateLoadError(CandidateFault("RUNTIME_ERROR", "error during import: "
-                                                                           "NameError: x")), "triton")
+                                                                           "NameError: x")),
+                                         SessionMode.TRITON)
     assert data == {"fault": "RUNTIME_ERROR"} and error.startswith("error during import")
 
 
@@ -371,7 +386,7 @@ def fake_gpu_judge(monkeypatch, tmp_path):
     seen: dict = {"outcome": SessionOutcome(latency_ms=2.0, correctness=[checked])}
 
     class FakeSession:
-        def __init__(self, plan, state, flusher, monitor) -> None:  # noqa: ANN001
+        def __init__(self, plan, state, flusher, monitor, meter=None) -> None:  # noqa: ANN001
             seen["plan"] = plan
             self.out = seen["outcome"]
             self.out.launches = {"kernels": ["gemm_nt_tma_persistent"], "steady": [], "per_call": []}
@@ -411,7 +426,7 @@ def test_a_valid_triton_kernel_runs_the_session_in_mode_triton_on_a_private_work
     assert r.status is EvaluationStatus.PASSED and r.performance.speedup_factor == 0.5
     assert r.target_instruction.status is TargetInstruction.EXECUTED and r.compile.flags == ["triton"]
     plan = seen["plan"]
-    assert plan.mode == "triton" and plan.enforce_rules and plan.needed == ()
+    assert plan.mode is SessionMode.TRITON and plan.enforce_rules and plan.needed == ()
     assert plan.load["mode"] == "triton" and seen["kernel_during_session"] == SOLUTION
     root = Path(plan.load["source"]).parent
     assert plan.load["triton_cache"] == str(root / "triton-cache")

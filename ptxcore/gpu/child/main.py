@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ptxcore.gpu.messages import SessionMode
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="ptxbench-child")
@@ -21,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cmd-fd", type=int)
     p.add_argument("--reply-fd", type=int)
     p.add_argument("--device", type=int, default=0)
-    p.add_argument("--session-mode", choices=["ffi", "triton", "baseline"], default="ffi")
+    p.add_argument("--session-mode", choices=[m.value for m in SessionMode], default=SessionMode.FFI.value)
     p.add_argument("--library")
     p.add_argument("--triton-source")
     p.add_argument("--triton-cache")
@@ -37,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "session":
         from ptxcore.gpu.child.session import run_session
 
-        return run_session(args.cmd_fd, args.reply_fd, args.device, args.session_mode)
+        return run_session(args.cmd_fd, args.reply_fd, args.device, SessionMode(args.session_mode))
     from ptxcore.gpu.child.standalone import run_standalone
 
     return run_standalone(args, profile=args.mode == "profile")

@@ -13,30 +13,51 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from dataclasses import dataclass
 
 from ptxcore.gpu.child import driver
 from ptxcore.gpu.child.cupti import ActivityRecord, CallWindow, assign_records
-from ptxcore.gpu.messages import Channel, ChildOp, ChildReply, ChildRequest, ProtocolViolation
+from ptxcore.gpu.messages import (
+    CallReply,
+    Channel,
+    ChildExit,
+    ChildOp,
+    ChildReply,
+    ChildRequest,
+    ProtocolViolation,
+    SessionMode,
+    TimingRow,
+    TimingsReply,
+)
 
 CALIBRATION_TAG = -1
 """Tag of the calibration memset (never a call's tag: the judge numbers calls from 0)."""
 
 
+@dataclass
+class Slot:
+    """One bound buffer slot: the mapped pointers, the call arguments, and which names are outputs."""
+
+    mapped: list[int]
+    args: list
+    names: list[str]
+    outputs: list[str]
+
+
 class Session:
     """State of a `session` child; one method per command."""
 
-    def __init__(self, device: int) -> None:
+    def __init__(self, device: int, mode: SessionMode) -> None:
         from ptxcore.gpu.child.cupti import CuptiRecorder
 
-        self.device = device
+        self.device, self.mode = device, mode
         driver.init_primary_context(device)
         driver.clear_persisting_l2()  # the driver's default set-aside is not 0: start every candidate at 0
         self.recorder = CuptiRecorder()
         self.windows: list[CallWindow] = []
         self.records: list[ActivityRecord] = []
         self.fn = None
-        self.mode = ""
-        self.slots: dict[int, dict] = {}
+        self.slots: dict[int, Slot] = {}
         self._calibrate()
 
     def _calibrate(self) -> None:
@@ -48,14 +69,14 @@ class Session:
         self.windows.append(CallWindow(CALIBRATION_TAG, t0, self.recorder.now_ns()))
 
     def load(self, msg: dict) -> dict:
-        self.mode = msg["mode"]
-        if self.mode == "ffi":
+        """Mode ffi: `library`; mode triton: `source`, `triton_cache`; mode baseline: `problem`."""
+        if self.mode is SessionMode.FFI:
             import tvm_ffi
 
             driver.preload_global()  # the build has no -lcuda: its driver calls bind to this process's libcuda
             module = tvm_ffi.load_module(msg["library"])
             self.fn = module["run"]
-        elif self.mode == "triton":
+        elif self.mode is SessionMode.TRITON:
             from ptxcore.gpu.child.triton_mode import TritonCandidate
 
             self.fn = TritonCandidate(msg["source"], msg["triton_cache"], self.device)
@@ -76,12 +97,11 @@ class Session:
             ptr = driver.ipc_open(bytes.fromhex(t["handle"]))
             mapped.append(ptr)
             raws.append((t["name"], RawTensor(ptr, tuple(t["shape"]), t["dtype"], device_id=self.device)))
-        self.slots[msg["slot"]] = {"mapped": mapped, "args": self._wrap(raws), "raw": raws,
-                                   "outputs": msg["outputs"]}
+        self.slots[msg["slot"]] = Slot(mapped, self._wrap(raws), [n for n, _ in raws], list(msg["outputs"]))
         return {}
 
     def _wrap(self, raws: list) -> list:
-        if self.mode == "ffi":
+        if self.mode is SessionMode.FFI:
             import tvm_ffi
 
             return [tvm_ffi.from_dlpack(v) if hasattr(v, "__dlpack__") else v for _, v in raws]
@@ -92,19 +112,19 @@ class Session:
     def call(self, msg: dict) -> dict:
         slot = self.slots[msg["slot"]]
         t0 = self.recorder.now_ns()
-        if self.mode == "ffi":
-            self._call_ffi(slot["args"])
-        elif self.mode == "triton":
-            self.fn(slot["args"])
+        if self.mode is SessionMode.FFI:
+            self._call_ffi(slot.args)
+        elif self.mode is SessionMode.TRITON:
+            self.fn(slot.args)
         else:
             results = self._call_baseline(slot)
         driver.synchronize()
         t1 = self.recorder.now_ns()
         self.windows.append(CallWindow(msg["tag"], t0, t1))
-        if self.mode == "baseline":
+        if self.mode is SessionMode.BASELINE:
             self._store_baseline(slot, results)
         l2_reset = driver.clear_persisting_l2()  # a candidate may not keep its data in L2 across calls
-        return {"wall_ns": t1 - t0, "l2_reset": l2_reset}
+        return CallReply(t1 - t0, l2_reset).to_wire()
 
     def _call_ffi(self, args: list) -> None:
         import tvm_ffi
@@ -112,22 +132,20 @@ class Session:
         with tvm_ffi.use_raw_stream(tvm_ffi.device(f"cuda:{self.device}"), 0):
             self.fn(*args)
 
-    def _call_baseline(self, slot: dict) -> dict:
-        names = [n for n, _ in slot["raw"]]
-        values = dict(zip(names, slot["args"], strict=True))
-        return self.fn({n: values[n] for n in names if n not in slot["outputs"]})
+    def _call_baseline(self, slot: Slot) -> dict:
+        values = dict(zip(slot.names, slot.args, strict=True))
+        return self.fn({n: values[n] for n in slot.names if n not in slot.outputs})
 
-    def _store_baseline(self, slot: dict, results: dict) -> None:
-        names = [n for n, _ in slot["raw"]]
-        values = dict(zip(names, slot["args"], strict=True))
-        for name in slot["outputs"]:
+    def _store_baseline(self, slot: Slot, results: dict) -> None:
+        values = dict(zip(slot.names, slot.args, strict=True))
+        for name in slot.outputs:
             values[name].copy_(results[name].reshape(values[name].shape))
         driver.synchronize()
 
     def unbind(self, msg: dict) -> dict:
         slot = self.slots.pop(msg["slot"])
-        slot["args"].clear()
-        for ptr in slot["mapped"]:
+        slot.args.clear()
+        for ptr in slot.mapped:
             driver.ipc_close(ptr)
         return {}
 
@@ -136,18 +154,13 @@ class Session:
         calib = [w for w in self.windows if w.tag == CALIBRATION_TAG]
         env_streams = {r.stream_id for r in self.records if calib and calib[0].t0_ns <= r.start_ns <= calib[0].t1_ns}
         calls, stray = assign_records(self.windows, self.records, env_streams)
-        rows = []
-        for c in calls:
-            if c.tag == CALIBRATION_TAG:
-                continue
-            rows.append([c.tag, c.span_ns, c.records, c.kernels, list(c.off_stream)])
-            if self.mode == "triton":  # the kernels of each call, for the judge's foreign-kernel check
-                rows[-1].append(list(c.kernel_names))
-        return {"env_streams": sorted(env_streams), "calls": rows, "stray": sorted({r.name for r in stray})[:20]}
+        rows = tuple(TimingRow(c.tag, c.span_ns, c.records, c.kernels, c.off_stream, c.kernel_names)
+                     for c in calls if c.tag != CALIBRATION_TAG)
+        return TimingsReply(tuple(sorted(env_streams)), rows, tuple(sorted({r.name for r in stray})[:20])).to_wire()
 
     def launches(self, _msg: dict) -> dict:
         """Mode triton: what the recorded first calls launched (kernel names, cubins, streams)."""
-        if self.mode != "triton":
+        if self.mode is not SessionMode.TRITON:
             raise RuntimeError("a launch report exists in mode triton only")
         return self.fn.launches()
 
@@ -167,10 +180,10 @@ def _hello(chan: Channel) -> tuple[str, int]:
     return first.args["nonce"], first.seq
 
 
-def _failure(exc: Exception, mode: str) -> tuple[str, dict]:
+def _failure(exc: Exception, mode: SessionMode) -> tuple[str, dict]:
     """(error text, reply data) for a failed request. Mode triton: a classified candidate fault keeps its
     status (COMPILE_ERROR / RUNTIME_ERROR) and its trimmed message (no traceback with host paths)."""
-    if mode == "triton":
+    if mode is SessionMode.TRITON:
         from ptxcore.gpu.child.triton_mode import fault_of
 
         fault = fault_of(exc)
@@ -183,25 +196,25 @@ def _failure(exc: Exception, mode: str) -> tuple[str, dict]:
     return f"{type(exc).__name__}: {exc}"[:2000], {}
 
 
-def run_session(cmd_fd: int, reply_fd: int, device: int, mode: str) -> int:
-    if mode == "ffi":
+def run_session(cmd_fd: int, reply_fd: int, device: int, mode: SessionMode) -> int:
+    if mode is SessionMode.FFI:
         block_heavy_imports()
     chan = Channel(cmd_fd, reply_fd)
     nonce, seq = _hello(chan)
     try:
-        session = Session(device)
+        session = Session(device, mode)
     except Exception as exc:  # noqa: BLE001 - reported to the judge as an infrastructure fault
         chan.send(ChildReply(False, seq, nonce, stage="init", error=f"{type(exc).__name__}: {exc}").to_wire())
-        return 4
+        return ChildExit.INIT_FAILED
     chan.send(ChildReply(True, seq, nonce, {"pid": os.getpid()}).to_wire())
     while True:
         req = ChildRequest.from_wire(chan.recv())
         if req.op is ChildOp.EXIT:
             chan.send(ChildReply(True, req.seq, nonce).to_wire())
-            return 0
+            return ChildExit.OK
         try:
             chan.send(ChildReply(True, req.seq, nonce, getattr(session, req.op.value)(req.args)).to_wire())
         except Exception as exc:  # noqa: BLE001 - the candidate's fault, reported as a verdict
             error, data = _failure(exc, mode)
             chan.send(ChildReply(False, req.seq, nonce, data, stage=req.op.value, error=error).to_wire())
-            return 3
+            return ChildExit.REQUEST_FAILED

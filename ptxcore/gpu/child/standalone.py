@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,4 +57,51 @@ def run_standalone(args: argparse.Namespace, profile: bool) -> int:
                 fn(*argv)
         torch.cuda.synchronize()
     print(f"ptxbench child: {args.calls} call(s) completed", flush=True)
+    ended = end_detached_processes()
+    if ended:
+        print(f"ptxbench child: ended {ended} process(es) the candidate left running in another session", flush=True)
     return 0
+
+
+def end_detached_processes(proc: Path = Path("/proc")) -> int:
+    """In the candidate's sandbox only (its PID namespace, whose init is bubblewrap): kill every process that is
+    neither this one nor one of its ancestors (the tool that runs it) and that left this process's session, so
+    that a process the candidate detached cannot keep compute-sanitizer or ncu waiting for it. Returns how many.
+    A candidate that stops this from running leaves the tool waiting; the memcheck gate then fails it
+    (harness.sanitizer: LEFT_RUNNING)."""
+    if not _in_bwrap_namespace(proc):
+        return 0
+    keep = set(_ancestors(proc)) | {1, os.getpid()}
+    mine = os.getsid(0)
+    ended = 0
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) in keep:
+            continue
+        try:
+            if os.getsid(int(entry.name)) == mine:
+                continue
+            os.kill(int(entry.name), signal.SIGKILL)
+            ended += 1
+        except (ProcessLookupError, PermissionError):
+            continue
+    return ended
+
+
+def _in_bwrap_namespace(proc: Path) -> bool:
+    try:
+        argv0 = (proc / "1" / "cmdline").read_bytes().split(b"\0", 1)[0]
+    except OSError:
+        return False
+    return Path(argv0.decode(errors="replace")).name == "bwrap"
+
+
+def _ancestors(proc: Path) -> list[int]:
+    out, pid = [], os.getppid()
+    while pid > 1 and pid not in out:
+        out.append(pid)
+        try:
+            stat = (proc / str(pid) / "stat").read_text()
+            pid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out

@@ -4,20 +4,32 @@ For every call the judge copies the trial's inputs into the slot (permuted along
 and timed calls), poisons the outputs, flushes L2, synchronises, lets the child make exactly one call,
 and queues a fused comparison of every output against the reference (read through the same
 permutation) and against the previous call's expectation for that slot (a stale-result detector).
+
+The judge also keeps its own stamps of every call (harness.audit.CallWindow, in its clock: the device
+meter's when one runs): when the request was written, when the reply was read, and how long its own GPU work
+after the call took (CUDA events on its stream), so the child's claimed spans can be audited against what the
+judge measured itself.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from ptxcore.gpu.child.cupti import CallTiming, mean_of_medians_ms, trial_median_ms
+from ptxcore.gpu.harness.audit import CallWindow
 from ptxcore.gpu.harness.compare import CompareStats, GpuComparator
 from ptxcore.gpu.harness.isolation import ChildProcess
 from ptxcore.gpu.harness.monitor import GpuMonitor
 from ptxcore.gpu.harness.state import WorkloadState
-from ptxcore.gpu.messages import ChildOp, ChildReply
+from ptxcore.gpu.messages import CallReply, ChildOp, TimingsReply
+
+if TYPE_CHECKING:
+    from ptxcore.gpu.harness.l2 import L2Flusher
+    from ptxcore.gpu.harness.meter import DeviceMeter, MeterTrace
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +58,9 @@ class CallRecord:
     stale: CompareStats | None = None
     per_output: dict[str, CompareStats] = field(default_factory=dict)
     timing: CallTiming | None = None
+    """What the child's CUPTI records claim the call ran."""
+    window: CallWindow | None = None
+    """The judge's own stamps around the call."""
 
 
 class CallFailed(RuntimeError):
@@ -67,22 +82,38 @@ class TrialTiming:
     temps_c: tuple[int, int]
 
 
+@dataclass
+class MeteredTrial:
+    """One run of a timed trial: its calls and, when the device meter ran, its trace."""
+
+    trial: int
+    attempt: int
+    records: list[CallRecord]
+    trace: MeterTrace | None
+
+
 class CallDriver:
     """Drives one child (candidate or baseline) through the calls of one judgement."""
 
     def __init__(self, child: ChildProcess, state: WorkloadState, slots: list, tol: Tolerance,
-                 flusher, call_timeout_s: float, capacity: int,
-                 first_call_timeout_s: float | None = None) -> None:  # noqa: ANN001
+                 flusher: L2Flusher, call_timeout_s: float, capacity: int,
+                 first_call_timeout_s: float | None = None, meter: DeviceMeter | None = None) -> None:
         """`first_call_timeout_s`: the deadline of the session's first call when it differs (a Triton
-        candidate JIT-compiles, and may autotune, inside its first call)."""
+        candidate JIT-compiles, and may autotune, inside its first call). `meter`: the judge's device meter
+        (its clock stamps every call; it runs during timed trials, see `timed_trial`)."""
         self.child, self.state, self.slots, self.tol = child, state, slots, tol
         self.flusher, self.call_timeout_s = flusher, call_timeout_s
         self.first_call_timeout_s = first_call_timeout_s
+        self.meter = meter
+        self.clock: Callable[[], int] = meter.now_ns if meter is not None else time.perf_counter_ns
+        self.new_event: Callable[[], object] = _recorded_event
         self.comparator = GpuComparator(capacity)
         self.records: list[CallRecord] = []
+        self.trials: list[MeteredTrial] = []
         self._last_perm: dict[int, object] = {}
         self._keep: list = []
         self._perms: dict[int, object] = {}
+        self._open_gap: tuple[CallRecord, object] | None = None  # (last call, event after its reply)
         self.host_s = {"harness_prepare": 0.0, "harness_call_roundtrip": 0.0, "harness_compare_queue": 0.0,
                        "child_call_wall": 0.0}
         self.l2_resets = 0
@@ -92,12 +123,10 @@ class CallDriver:
         for i, slot in enumerate(self.slots):
             reply = self.child.request(ChildOp.BIND, {"slot": i, "tensors": slot.descriptor(), "outputs": outputs},
                                        "binding buffers", self.call_timeout_s)
-            if not reply.get("ok"):
-                raise CallFailed(CallRecord(None, "bind", i, None), reply.get("error", "bind failed"))
+            if not reply.ok:
+                raise CallFailed(CallRecord(None, "bind", i, None), reply.error or "bind failed")
 
-    def call(self, phase: str, trial: int, index: int, perm=None) -> CallRecord:  # noqa: ANN001
-        import torch
-
+    def call(self, phase: str, trial: int, index: int, perm=None) -> CallRecord:  # noqa: ANN001 - torch tensor
         slot, data = self.slots[trial], self.state.trials[trial]
         rec = CallRecord(len(self.records), phase, trial, index)
         self.records.append(rec)
@@ -105,23 +134,42 @@ class CallDriver:
         slot.load_inputs(data.inputs, perm)
         slot.poison_outputs()
         self.flusher.flush()
-        torch.cuda.synchronize()
+        self._sync_and_close_gap()
         t1 = time.perf_counter()
         timeout_s = self.call_timeout_s
         if rec.tag == 0 and self.first_call_timeout_s is not None:
             timeout_s = self.first_call_timeout_s
+        sent = self.clock()
         reply = self.child.request(ChildOp.CALL, {"slot": trial, "tag": rec.tag},
                                    f"call {index} of trial {trial}", timeout_s)
+        replied = self.clock()
         t2 = time.perf_counter()
-        if not reply.get("ok"):
-            raise CallFailed(rec, reply.get("error", "call failed"), reply.get("fault"))
+        if not reply.ok:
+            raise CallFailed(rec, reply.error or "call failed", reply.fault)
+        rec.window = CallWindow(sent, replied)
+        self._open_gap = (rec, self.new_event())
         self._queue_compare(rec, slot, data, perm)
+        answer = CallReply.from_data(reply.data)
         self.host_s["harness_prepare"] += t1 - t0
         self.host_s["harness_call_roundtrip"] += t2 - t1
         self.host_s["harness_compare_queue"] += time.perf_counter() - t2
-        self.host_s["child_call_wall"] += reply.get("wall_ns", 0) / 1e9
-        self.l2_resets += bool(reply.get("l2_reset"))
+        self.host_s["child_call_wall"] += answer.wall_ns / 1e9
+        self.l2_resets += answer.l2_reset
         return rec
+
+    def _sync_and_close_gap(self) -> None:
+        """Synchronise the judge's stream; the last call's gap (its reply until now) gets its end and the span
+        of the judge's own GPU work in it."""
+        import torch
+
+        end_event = self.new_event() if self._open_gap is not None else None
+        torch.cuda.synchronize()
+        if self._open_gap is None:
+            return
+        rec, after_reply = self._open_gap
+        self._open_gap = None
+        span_ns = after_reply.elapsed_time(end_event) * 1e6
+        rec.window = replace(rec.window, gap_end_ns=self.clock(), judge_gap_span_ns=span_ns)
 
     def _queue_compare(self, rec: CallRecord, slot, data, perm) -> None:  # noqa: ANN001
         prev = self._last_perm.get(rec.trial, _NO_CALL)
@@ -142,10 +190,8 @@ class CallDriver:
         )
 
     def collect(self) -> None:
-        """Read every queued comparison and the child's CUPTI timings into the records."""
-        import torch
-
-        torch.cuda.synchronize()
+        """Read every queued comparison into the records."""
+        self._sync_and_close_gap()
         stats = self.comparator.collect()
         for rec in self.records:
             if not rec.rows:
@@ -156,15 +202,20 @@ class CallDriver:
                 rec.stale = _merge([stats[r] for r in rec.stale_rows.values()])
         self._keep.clear()
 
-    def fetch_timings(self) -> ChildReply:
+    def fetch_timings(self) -> TimingsReply:
+        """The child's CUPTI claims, attached to the records by tag (a malformed reply is a ProtocolViolation,
+        raised as ChildForged by the request)."""
         reply = self.child.request(ChildOp.TIMINGS, None, "reading CUPTI records", 120.0)
-        by_tag = {c[0]: CallTiming(c[0], c[1], c[2], c[3], tuple(c[4]), tuple(c[5]) if len(c) > 5 else ())
-                  for c in reply.get("calls", [])}
+        if not reply.ok:
+            raise CallFailed(CallRecord(None, "timings", 0, None), reply.error or "no timings")
+        timings = self.child.parse(reply.data, TimingsReply.from_data, "reading CUPTI records")
+        by_tag = {c.tag: CallTiming(c.tag, c.span_ns, c.records, c.kernels, c.off_stream, c.kernel_names)
+                  for c in timings.calls}
         for rec in self.records:
             rec.timing = by_tag.get(rec.tag)
-        return reply
+        return timings
 
-    def permutation(self, trial: int, index: int, count: int = 1):  # noqa: ANN201
+    def permutation(self, trial: int, index: int, count: int = 1):  # noqa: ANN201 - torch tensor or None
         """The seeded batch permutation of call `index` of `trial` (a trial's `count` permutations are drawn
         together: argsort of uniform keys, one row per call)."""
         import torch
@@ -179,14 +230,46 @@ class CallDriver:
             self._perms[trial] = torch.argsort(keys, dim=1)
         return self._perms[trial][index]
 
-    def timed_trial(self, trial: int, warmup: int, iters: int, permute: bool) -> list[CallRecord]:
-        timed = []
-        for i in range(warmup + iters):
-            perm = self.permutation(trial, i, warmup + iters) if permute else None
-            rec = self.call("warmup" if i < warmup else "timed", trial, i, perm)
-            if i >= warmup:
-                timed.append(rec)
+    def timed_trial(self, trial: int, warmup: int, iters: int, permute: bool, attempt: int = 1) -> list[CallRecord]:
+        """Warm-up then timed calls; the device meter (when there is one) runs from the first call's staging
+        to the end of the judge's work after the last, and its trace is kept with the trial."""
+        meter = self.meter
+        if meter is not None:
+            self._sync_and_close_gap()
+            meter.start()
+        calls, timed = [], []
+        try:
+            for i in range(warmup + iters):
+                perm = self.permutation(trial, i, warmup + iters) if permute else None
+                rec = self.call("warmup" if i < warmup else "timed", trial, i, perm)
+                calls.append(rec)
+                if i >= warmup:
+                    timed.append(rec)
+            self._sync_and_close_gap()
+        except BaseException:
+            if meter is not None:
+                _stop_quietly(meter)
+            raise
+        trace = meter.stop() if meter is not None else None
+        self.trials.append(MeteredTrial(trial, attempt, calls, trace))
         return timed
+
+
+def _stop_quietly(meter: DeviceMeter) -> None:
+    """Stop the meter while another failure is on its way out (that failure is the outcome)."""
+    try:
+        meter.stop()
+    except Exception as exc:  # noqa: BLE001 - the failure in flight decides the verdict
+        log.warning("device meter stop after a failed trial: %s", exc)
+
+
+def _recorded_event():  # noqa: ANN202 - a torch.cuda.Event
+    """A timing event recorded now on the judge's current stream."""
+    import torch
+
+    ev = torch.cuda.Event(enable_timing=True)
+    ev.record()
+    return ev
 
 
 def _merge(stats: list[CompareStats]) -> CompareStats:
@@ -203,7 +286,7 @@ def measure_trials(proto: CallDriver, trials: int, warmup: int, iters: int, perm
     for t in range(trials):
         for attempt in range(throttle_retries + 1):
             before = monitor.snapshot()
-            recs = proto.timed_trial(t, warmup, iters, permute)
+            recs = proto.timed_trial(t, warmup, iters, permute, attempt + 1)
             after = monitor.snapshot()
             reasons = sorted(set(before.throttle_reasons) | set(after.throttle_reasons))
             if not reasons or attempt == throttle_retries:

@@ -17,9 +17,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ptxcore.gpu.errors import InfraError
 from ptxcore.gpu.messages import (
@@ -30,6 +31,7 @@ from ptxcore.gpu.messages import (
     ChildReply,
     ChildRequest,
     ProtocolViolation,
+    SessionMode,
     new_nonce,
 )
 from ptxcore.sandbox import SandboxUnavailableError
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from ptxcore.sandbox.runner import SandboxProcess
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 ENV_KEEP = (
     "PATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
@@ -127,22 +130,22 @@ class ChildProcess:
     boxed: SandboxProcess | None = None
 
     @classmethod
-    def spawn(cls, device: int, mode: str, startup_timeout_s: float,
+    def spawn(cls, device: int, mode: SessionMode, startup_timeout_s: float,
               candidate: Path | TritonFiles | None = None) -> ChildProcess:
         """Start a child session; a candidate mode's child (ffi: `candidate` is the built library; triton: its
         TritonFiles) starts inside the sandbox, and `load_args` then names the candidate as it sees it."""
-        from ptxcore.gpu.harness.confine import CANDIDATE_MODES, StageSandbox
+        from ptxcore.gpu.harness.confine import StageSandbox
 
         cmd_r, cmd_w = os.pipe()
         rep_r, rep_w = os.pipe()
         work = tempfile.TemporaryDirectory(prefix="ptxbench-child-")
         log_path = Path(work.name) / "child.log"
         argv = [sys.executable, "-m", "ptxcore.gpu.child", "session", "--cmd-fd", str(cmd_r), "--reply-fd",
-                str(rep_w), "--device", str(device), "--session-mode", mode]
+                str(rep_w), "--device", str(device), "--session-mode", mode.value]
         stage = boxed = None
         try:
             with open(log_path, "wb") as log_fh:
-                if mode in CANDIDATE_MODES:
+                if mode.is_candidate:
                     stage = StageSandbox("child", candidate).__enter__()
                     boxed = stage.spawn(argv, stdout=log_fh, stderr=subprocess.STDOUT, pass_fds=(cmd_r, rep_w))
                     proc = boxed.popen
@@ -166,9 +169,9 @@ class ChildProcess:
         os.close(rep_w)
         child = cls(proc, Channel(rep_r, cmd_w), work, log_path, nonce=new_nonce(), stage=stage, boxed=boxed)
         hello = child.request(ChildOp.HELLO, {"nonce": child.nonce}, "child start-up", startup_timeout_s)
-        if not hello.get("ok"):
+        if not hello.ok:
             child.kill()
-            raise ChildDied(f"child failed to start: {hello.get('error')}", child.log_tail())
+            raise ChildDied(f"child failed to start: {hello.error}", child.log_tail())
         return child
 
     def load_args(self, load: dict) -> dict:
@@ -199,6 +202,14 @@ class ChildProcess:
             code = self._wait(10.0)
             note = self.boxed.limit_note() if self.boxed is not None else None
             raise ChildDied(note or describe_exit(code), self.log_tail()) from None
+
+    def parse(self, data: dict, parser: Callable[[dict], T], what: str) -> T:
+        """A typed view of a reply's data; a malformed reply is forged (ChildForged), like a bad envelope."""
+        try:
+            return parser(data)
+        except ProtocolViolation as exc:
+            self.kill()
+            raise ChildForged(f"{what}: {exc}", self.log_tail()) from None
 
     def mapped_libraries(self) -> list[str]:
         """Paths of the shared objects mapped right now into the child (/proc/PID/maps) and, in a sandbox,

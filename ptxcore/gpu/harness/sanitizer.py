@@ -3,7 +3,9 @@
 The child generates its inputs with torch while PYTORCH_NO_CUDA_MEMORY_CACHING=1, so every tensor is its
 own allocation and an out-of-bounds access inside what would otherwise be a cached block is seen.
 Up to `max_runs` runs: a second only when the first was inconclusive (no error summary: the tool or the
-process broke). Errors -> RUNTIME_ERROR with the report trimmed for feedback.
+process broke). Errors -> RUNTIME_ERROR with the report trimmed for feedback. A run in which the tool could not
+see the candidate's process end ("couldn't find exit code": a process the candidate left running kept it
+waiting) is the candidate's fault, never clean, whatever summary the tool printed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ log = logging.getLogger(__name__)
 ERROR_EXIT_CODE = 86
 REPORT_LIMIT_CHARS = 3000
 _SUMMARY = re.compile(r"=+\s*ERROR SUMMARY:\s*([\d,]+)\s+errors?")
+_NO_EXIT = re.compile(r"couldn'?t find (?:the )?exit code", re.IGNORECASE)
 
 
 class MemcheckOutcome(StrEnum):
@@ -34,6 +37,8 @@ class MemcheckOutcome(StrEnum):
     INCONCLUSIVE = "inconclusive"
     TIMEOUT = "timeout"
     MEMORY_LIMIT = "memory_limit"
+    LEFT_RUNNING = "left_running"
+    """The tool never saw the candidate's process tree end (a process it left running kept the tool waiting)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,8 @@ def parse_memcheck(text: str, returncode: int | None) -> tuple[MemcheckOutcome, 
     """Outcome, error count and trimmed report from memcheck's output."""
     m = _SUMMARY.search(text)
     report = trim_report(text)
+    if _NO_EXIT.search(text):
+        return MemcheckOutcome.LEFT_RUNNING, 0, report
     if m is None:
         return MemcheckOutcome.INCONCLUSIVE, 0, report
     errors = int(m.group(1).replace(",", ""))

@@ -19,6 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ptxcore.arch import Architecture
 from ptxcore.compile import BuildOptions, CompileCache, CompiledCandidate, build_candidate, compile_candidate
@@ -29,6 +30,7 @@ from ptxcore.gpu.harness.calls import Tolerance
 from ptxcore.gpu.harness.deps import ElfError, needed_libraries
 from ptxcore.gpu.harness.state import WorkloadState
 from ptxcore.gpu.harness.triton import TritonFiles
+from ptxcore.gpu.messages import SessionMode
 from ptxcore.gpu.pipeline.caches import JsonCache
 from ptxcore.gpu.pipeline.result import ResultBuilder
 from ptxcore.gpu.pipeline.session import CandidateSession, SessionOutcome, SessionPlan
@@ -55,6 +57,11 @@ from ptxcore.schema import (
     text_sha256,
 )
 
+if TYPE_CHECKING:
+    from ptxcore.gpu.harness.l2 import L2Flusher
+    from ptxcore.gpu.harness.meter import DeviceMeter
+    from ptxcore.gpu.harness.monitor import GpuMonitor
+
 log = logging.getLogger(__name__)
 
 BASELINE_CALL_TIMEOUT_S = 600.0
@@ -67,9 +74,13 @@ class GpuContext:
     """What the judge holds on its GPU between candidates (created on first use)."""
 
     env: dict[str, str]
-    monitor: object
-    flusher: object
+    monitor: GpuMonitor
+    flusher: L2Flusher
     capability: tuple[int, int]
+    meter: DeviceMeter | None = None
+    """The judge's device meter (None: configured off, or not available: see meter_error)."""
+    meter_error: str | None = None
+    """Why there is no meter although one is configured (every candidate is then INFRA_ERROR)."""
 
     def environment(self, baseline: tuple[str, str | None] | None = None) -> EnvironmentInfo:
         """The verdict's environment; `baseline`: (library, version) of the problem's baseline (recorded as
@@ -112,7 +123,16 @@ class GpuJudge:
             torch.cuda.set_device(self.config.device)
             self._gpu = GpuContext(static_environment(self.config.device), GpuMonitor(self.config.device),
                                    L2Flusher(self.config.device), torch.cuda.get_device_capability(self.config.device))
+            if self.config.meter:
+                self._gpu.meter, self._gpu.meter_error = _device_meter(self.config.device)
         return self._gpu
+
+    def _meter_for(self, gpu: GpuContext, candidate: bool) -> DeviceMeter | None:
+        """The meter of a session: a candidate's session without one (configured but unavailable) cannot be
+        audited, so it is INFRA_ERROR rather than a verdict the judge could not check."""
+        if gpu.meter is None and gpu.meter_error is not None and candidate:
+            raise InfraError(f"the judge's device meter is not available: {gpu.meter_error}")
+        return gpu.meter
 
     def monitor_physical_gpu(self, index: int) -> None:
         """NVML ignores CUDA_VISIBLE_DEVICES: a service worker pinned to one GPU reads it by its host index."""
@@ -152,12 +172,14 @@ class GpuJudge:
         return Tolerance(c.atol if c.atol is not None else t.atol, c.rtol if c.rtol is not None else t.rtol,
                          c.matched_ratio if c.matched_ratio is not None else t.matched_ratio)
 
-    def plan(self, problem: Problem, mode: str, load: dict, needed: tuple[str, ...] = (),
+    def plan(self, problem: Problem, mode: SessionMode, load: dict, needed: tuple[str, ...] = (),
              candidate: Path | TritonFiles | None = None) -> SessionPlan:
         c = self.config
-        return SessionPlan(mode, load, c.trials, c.warmup, c.iters, c.permute_inputs, self.tolerance(problem),
-                           c.call_timeout_s, c.startup_timeout_s, c.throttle_retries, c.device, needed,
-                           enforce_rules=mode in ("ffi", "triton"), candidate=candidate)
+        return SessionPlan(mode=mode, load=load, trials=c.trials, warmup=c.warmup, iters=c.iters,
+                           permute=c.permute_inputs, tol=self.tolerance(problem), call_timeout_s=c.call_timeout_s,
+                           startup_timeout_s=c.startup_timeout_s, throttle_retries=c.throttle_retries,
+                           device=c.device, needed=needed, candidate=candidate,
+                           claim_fraction=c.meter_claim_fraction, allowance_extra_us=c.meter_allowance_us)
 
     # ---- the build -------------------------------------------------------------------------
     def build(self, source: str, arch: Architecture, compiled: CompiledCandidate | None = None,
@@ -227,13 +249,14 @@ class GpuJudge:
         except (ElfError, OSError) as exc:
             raise InfraError(f"cannot read the built shared object: {exc}") from exc
         state, ref = self._workload(problem, gpu, r)
-        plan = self.plan(problem, "ffi", {"mode": "ffi", "library": str(compiled.artifact)}, needed,
+        plan = self.plan(problem, SessionMode.FFI, {"library": str(compiled.artifact)}, needed,
                          candidate=compiled.artifact)
         from ptxcore.gpu.child.driver import reset_persisting_l2
 
         reset_persisting_l2()  # nothing a previous candidate left persisting in L2 carries over
         gate = lambda: self.tools.memcheck(compiled, problem, r.workload, r)  # noqa: E731
-        out = CandidateSession(plan, state, gpu.flusher, gpu.monitor).run(gate if self.config.sanitizer else None)
+        session = CandidateSession(plan, state, gpu.flusher, gpu.monitor, self._meter_for(gpu, True))
+        out = session.run(gate if self.config.sanitizer else None)
         _record_session(r, out)
         if out.verdict is not None:
             return r.finish(out.verdict.status, out.verdict.reason, log=out.log,
@@ -254,9 +277,8 @@ class GpuJudge:
             from ptxcore.gpu.child.driver import reset_persisting_l2
 
             reset_persisting_l2()
-            session = CandidateSession(self.plan(problem, "triton", files.load_message(), candidate=files), state,
-                                       gpu.flusher,
-                                       gpu.monitor)
+            session = CandidateSession(self.plan(problem, SessionMode.TRITON, files.load_message(), candidate=files),
+                                       state, gpu.flusher, gpu.monitor, self._meter_for(gpu, True))
             gate = lambda: triton_memcheck(self.tools, files, session.out.launches, sha, problem,  # noqa: E731
                                            r.workload, r)
             out = session.run(gate if self.config.sanitizer else None)
@@ -274,10 +296,10 @@ class GpuJudge:
     def _reference(self, state: WorkloadState, problem: Problem, gpu: GpuContext):  # noqa: ANN202
         from ptxcore.gpu.pipeline.reference import reference_latency
 
-        plan = self.plan(problem, "baseline", {"mode": "baseline", "problem": problem.name})
+        plan = self.plan(problem, SessionMode.BASELINE, {"problem": problem.name})
         plan = dataclasses.replace(plan, call_timeout_s=max(plan.call_timeout_s, BASELINE_CALL_TIMEOUT_S))
         return reference_latency(state, plan, self.ref_cache, gpu.env["gpu_name"], gpu.env["driver_version"],
-                                 gpu.flusher, gpu.monitor)
+                                 gpu.flusher, gpu.monitor, gpu.meter)
 
     # ---- tool-only stages (the profiling service's /sanitize and /profile) --------------------
     def sanitize_only(self, source: str, problem: Problem, arch: Architecture, workload_uuid: str | None = None,
@@ -337,7 +359,19 @@ def _performance(r: ResultBuilder, out: SessionOutcome, ref) -> None:  # noqa: A
                                 speedup_factor=ref.latency_ms / out.latency_ms)
 
 
+def _device_meter(device: int) -> tuple[DeviceMeter | None, str | None]:
+    """(meter, None), or (None, why) where the judge's process cannot meter the device."""
+    from ptxcore.gpu.harness.meter import MeterError, PmSamplingMeter
+
+    try:
+        return PmSamplingMeter(device), None
+    except MeterError as exc:
+        log.error("no device meter: %s", exc)
+        return None, str(exc)
+
+
 def _record_session(r: ResultBuilder, out: SessionOutcome) -> None:
+    r.timing_audit = out.audit
     for k, v in out.stage_seconds.items():
         r.stage(k, v)
     r.stage("kernel", out.kernel_seconds)

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ptxcore.gpu.errors import InfraError
 from ptxcore.gpu.harness.state import WorkloadState
 from ptxcore.gpu.pipeline.caches import JsonCache, cache_key
 from ptxcore.gpu.pipeline.session import CandidateSession, SessionPlan
+
+if TYPE_CHECKING:
+    from ptxcore.gpu.harness.l2 import L2Flusher
+    from ptxcore.gpu.harness.meter import DeviceMeter
+    from ptxcore.gpu.harness.monitor import GpuMonitor
 
 log = logging.getLogger(__name__)
 
@@ -28,13 +34,15 @@ def reference_key(state: WorkloadState, gpu_name: str, driver: str, plan: Sessio
 
 
 def reference_latency(state: WorkloadState, plan: SessionPlan, cache: JsonCache, gpu_name: str, driver: str,
-                      flusher, monitor) -> ReferenceTiming:  # noqa: ANN001
+                      flusher: L2Flusher, monitor: GpuMonitor, meter: DeviceMeter | None = None) -> ReferenceTiming:
+    """The baseline's latency (cached); a fresh measurement is also audited by the device meter (trusted code:
+    the audit is kept in the cache entry as the honest ratio of claim to busy time, never a verdict)."""
     key = reference_key(state, gpu_name, driver, plan)
     hit = cache.get(key)
     if hit is not None:
         return ReferenceTiming(hit["latency_ms"], tuple(hit["trial_medians_ms"]), True,
                                tuple(hit.get("throttle_reasons", [])))
-    out = CandidateSession(plan, state, flusher, monitor).run()
+    out = CandidateSession(plan, state, flusher, monitor, meter).run()
     if out.verdict is not None or out.latency_ms <= 0:
         reason = out.verdict.reason if out.verdict else "no kernel time recorded"
         raise InfraError(f"baseline {state.problem.extension.baseline.implementation} failed its own "
@@ -42,7 +50,8 @@ def reference_latency(state: WorkloadState, plan: SessionPlan, cache: JsonCache,
     reasons = sorted({r for t in out.trials for r in t.throttle_reasons})
     value = {"latency_ms": out.latency_ms, "trial_medians_ms": [t.median_ms for t in out.trials],
              "problem": state.problem.name, "workload": state.spec.workload_uuid, "gpu": gpu_name,
-             "driver": driver, "throttle_reasons": reasons}
+             "driver": driver, "throttle_reasons": reasons,
+             "timing_audit": out.audit.model_dump(mode="json") if out.audit is not None else None}
     if not reasons:  # a throttled measurement is reported but never cached
         cache.put(key, value)
     log.info("reference %s: %.4f ms", state.problem.name, out.latency_ms)

@@ -15,6 +15,7 @@ from ptxcore.schema import (
     SanitizerSummary,
     SassReport,
     TargetInstructionEvidence,
+    TimingAudit,
 )
 
 NOT_RUN = "not executed: the candidate was not run to completion"
@@ -32,6 +33,7 @@ class ResultBuilder:
         self.performance: Performance | None = None
         self.sanitizer: SanitizerSummary | None = None
         self.environment = EnvironmentInfo()
+        self.timing_audit: TimingAudit | None = None
         self.stages: dict[str, float] = {}
 
     def stage(self, name: str, seconds: float) -> None:
@@ -50,4 +52,5 @@ class ResultBuilder:
             performance=self.performance if status is EvaluationStatus.PASSED else None,
             sanitizer=self.sanitizer, target_instruction=target, compile=self.compile, sass=self.sass,
             environment=self.environment, stage_seconds=self.stages, log=log[-4000:],
+            timing_audit=self.timing_audit if status is not EvaluationStatus.NOT_EVALUATED else None,
         )

@@ -1,46 +1,61 @@
-"""One child session on one workload: correctness calls, the memcheck gate, verified timed trials.
+"""One child session on one workload: correctness calls, the memcheck gate, verified and audited timed trials.
 
-Used for candidates (mode "ffi": a TVM-FFI build; mode "triton": a Triton kernel.py) and for the trusted
-baseline (mode "baseline"). Everything the child can do wrong comes back as a Verdict; only our own failures
-raise InfraError. Mode triton differs in three places: the first call gets the start-up deadline (Triton
-compiles in it), the library rule is the foreign-kernel rule (torch maps cuBLAS/cuDNN into every Triton
-child), and a Triton compile error reported by the child is COMPILE_ERROR.
+Used for candidates (mode ffi: a TVM-FFI build; mode triton: a Triton kernel.py) and for the trusted baseline
+(mode baseline). Everything the child can do wrong comes back as a Verdict; only our own failures raise
+InfraError. Mode triton differs in three places: the first call gets the start-up deadline (Triton compiles in
+it), the library rule is the foreign-kernel rule (torch maps cuBLAS/cuDNN into every Triton child), and a Triton
+compile error reported by the child is COMPILE_ERROR.
+
+The latency is the child's claim (its CUPTI spans); the judge's device meter (harness.meter), which runs in this
+process, measures the GPU's busy time of the same calls, and a claim far below it is REWARD_HACK
+(pipeline.verdicts.measurement_verdict). The meter takes the device's sampler before the candidate's process
+starts, so the candidate cannot take it first.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ptxcore.gpu.errors import InfraError
+from ptxcore.gpu.harness.audit import allowance_ns, audit_call, trial_audit
 from ptxcore.gpu.harness.buffers import SharedSlot
 from ptxcore.gpu.harness.calls import (
     CallDriver,
     CallFailed,
     CallRecord,
+    MeteredTrial,
     Tolerance,
     TrialTiming,
     finish_trials,
     measure_trials,
 )
 from ptxcore.gpu.harness.isolation import ChildDied, ChildForged, ChildProcess, ChildTimeout
+from ptxcore.gpu.harness.meter import DeviceMeter, MeterError, choose_interval_ns
 from ptxcore.gpu.harness.state import WorkloadState
 from ptxcore.gpu.harness.triton import TritonFiles
-from ptxcore.gpu.messages import ChildOp
+from ptxcore.gpu.messages import ChildOp, SessionMode
 from ptxcore.gpu.pipeline.verdicts import (
     Verdict,
     correctness_verdict,
     foreign_kernel_verdict,
     library_verdict,
+    measurement_verdict,
     stream_verdict,
     timing_verdict,
     work_verdict,
 )
-from ptxcore.schema import EvaluationStatus
+from ptxcore.schema import EvaluationStatus, MeterStatus, TimingAudit, TrialAudit
+
+if TYPE_CHECKING:
+    from ptxcore.gpu.harness.l2 import L2Flusher
+    from ptxcore.gpu.harness.monitor import GpuMonitor
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +74,8 @@ class SessionOutcome:
     l2_resets: int = 0
     launches: dict = field(default_factory=dict)
     """Mode triton: the child's launch report of the recorded first calls (empty otherwise)."""
+    audit: TimingAudit | None = None
+    """The timed trials' claims against the judge's own measurements (None until timing ran)."""
 
     @property
     def kernel_seconds(self) -> float:
@@ -66,10 +83,11 @@ class SessionOutcome:
         return sum(r.timing.span_ns for r in self.all_calls if r.timing) / 1e9
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SessionPlan:
-    mode: str  # "ffi" | "triton" | "baseline"
+    mode: SessionMode
     load: dict
+    """The LOAD request's arguments (mode ffi: library; triton: source, triton_cache; baseline: problem)."""
     trials: int
     warmup: int
     iters: int
@@ -80,16 +98,28 @@ class SessionPlan:
     throttle_retries: int
     device: int
     needed: tuple[str, ...] = ()
-    enforce_rules: bool = True  # stream / library / zero-work rules (candidates, not the baseline)
     candidate: Path | TritonFiles | None = None
     """Modes ffi / triton: the built library or the TritonFiles, handed into the child's sandbox."""
+    claim_fraction: float = 0.5
+    """Measurement rule: a claimed trial median under this fraction of the metered busy median (minus the
+    allowance) is REWARD_HACK."""
+    allowance_extra_us: float = 0.0
+    """Added to the rule's allowance (two sampling intervals + 20 us), us."""
+
+    @property
+    def enforce_rules(self) -> bool:
+        """Stream / library / zero-work / measurement rules: candidates, not the baseline."""
+        return self.mode.is_candidate
 
 
 class CandidateSession:
-    """Runs a SessionPlan; `gate` (the memcheck stage) runs between correctness and timing."""
+    """Runs a SessionPlan; `gate` (the memcheck stage) runs between correctness and timing; `meter` is the
+    judge's device meter (None: configured off; the audit then says so)."""
 
-    def __init__(self, plan: SessionPlan, state: WorkloadState, flusher, monitor) -> None:  # noqa: ANN001
+    def __init__(self, plan: SessionPlan, state: WorkloadState, flusher: L2Flusher, monitor: GpuMonitor,
+                 meter: DeviceMeter | None = None) -> None:
         self.plan, self.state, self.flusher, self.monitor = plan, state, flusher, monitor
+        self.meter = meter
         self.out = SessionOutcome()
 
     def run(self, gate: Callable[[], Verdict | None] | None = None) -> SessionOutcome:
@@ -97,6 +127,7 @@ class CandidateSession:
         child = None
         try:
             started = time.monotonic()
+            self._open_meter()
             child = ChildProcess.spawn(self.plan.device, self.plan.mode, self.plan.startup_timeout_s,
                                        self.plan.candidate)
             self.out.verdict = self._drive(child, slots, gate, started)
@@ -117,20 +148,36 @@ class CandidateSession:
         finally:
             if child is not None:
                 child.close()
+            if self.meter is not None:
+                self.meter.close()
             for s in slots:
                 s.release()
         return self.out
 
-    def _drive(self, child: ChildProcess, slots: list, gate, started: float) -> Verdict | None:  # noqa: ANN001
+    def _open_meter(self) -> None:
+        """Take the device's sampler before the candidate's process exists. A candidate's session cannot be
+        audited without it (InfraError); the baseline's is then simply not audited."""
+        if self.meter is None:
+            return
+        try:
+            self.meter.open()
+        except MeterError as exc:
+            if self.plan.enforce_rules:
+                raise InfraError(f"the judge's device meter is not available: {exc}") from exc
+            log.warning("baseline timed without the device meter: %s", exc)
+            self.meter = None
+
+    def _drive(self, child: ChildProcess, slots: list, gate: Callable[[], Verdict | None] | None,
+               started: float) -> Verdict | None:
         reply = child.request(ChildOp.LOAD, child.load_args(self.plan.load), "loading the module",
                               self.plan.startup_timeout_s)
-        if not reply.get("ok"):
-            raise CallFailed(CallRecord(None, "load", 0, None), reply.get("error", "load failed"), reply.get("fault"))
+        if not reply.ok:
+            raise CallFailed(CallRecord(None, "load", 0, None), reply.error or "load failed", reply.fault)
         capacity = 2 * len(self.state.spec.outputs) * (
             self.plan.trials * (1 + (self.plan.warmup + self.plan.iters) * (self.plan.throttle_retries + 1)))
-        first = self.plan.startup_timeout_s if self.plan.mode == "triton" else None
+        first = self.plan.startup_timeout_s if self.plan.mode is SessionMode.TRITON else None
         proto = CallDriver(child, self.state, slots, self.plan.tol, self.flusher, self.plan.call_timeout_s, capacity,
-                           first_call_timeout_s=first)
+                           first_call_timeout_s=first, meter=self.meter)
         proto.bind()
         verdict = self._correctness(child, proto)
         self.out.stage_seconds["correctness"] = time.monotonic() - started
@@ -153,23 +200,57 @@ class CandidateSession:
     def _correctness(self, child: ChildProcess, proto: CallDriver) -> Verdict | None:
         recs = [proto.call("correctness", t, 0, None) for t in range(self.plan.trials)]
         proto.collect()
-        reply = proto.fetch_timings()
-        self.out.correctness, self.out.env_streams = recs, reply.get("env_streams", [])
+        timings = proto.fetch_timings()
+        self.out.correctness, self.out.env_streams = recs, list(timings.env_streams)
         self.out.all_calls = list(recs)
-        if self.plan.mode == "triton":
+        if self.plan.mode is SessionMode.TRITON:
             self.out.launches = _launch_report(child, self.plan.call_timeout_s)
         return self._rules(child, recs) or correctness_verdict(recs, self.plan.tol) or self._work(recs)
 
     def _timing(self, child: ChildProcess, proto: CallDriver) -> Verdict | None:
         p = self.plan
+        if self.meter is not None:
+            windows = [r.window.window_ns for r in self.out.correctness if r.window is not None]
+            interval = choose_interval_ns(statistics.median(windows) if windows else 1e6, p.warmup + p.iters)
+            t0 = time.monotonic()
+            _meter_call(self.meter.configure, interval)
+            self.out.stage_seconds["meter_configure"] = time.monotonic() - t0
         timed = measure_trials(proto, p.trials, p.warmup, p.iters, p.permute, self.monitor, p.throttle_retries)
         proto.collect()
         proto.fetch_timings()
+        t0 = time.monotonic()
+        self.out.audit = self._audit(proto.trials)
+        self.out.stage_seconds["meter_audit"] = time.monotonic() - t0
         calls = [r for r in proto.records if r.phase in ("warmup", "timed")]
         verdict = self._rules(child, calls) or timing_verdict(calls, p.tol) or self._work(calls)
+        if verdict is None and p.enforce_rules:
+            verdict = measurement_verdict(self.out.audit)
         self.out.latency_ms, self.out.trials = finish_trials(timed)
         self.out.timed = [r for _, recs in timed for r in recs]
         return verdict
+
+    def _audit(self, runs: list[MeteredTrial]) -> TimingAudit:
+        """Every timed trial's claim against the judge's window and, with a meter, its busy time."""
+        meter = self.meter
+        interval = getattr(meter, "interval_ns", 0) if meter is not None else 0
+        allowance_ms = (allowance_ns(interval) / 1e6 if meter is not None else 0.0) + self.plan.allowance_extra_us / 1e3
+        trials: list[TrialAudit] = []
+        for run in runs:
+            timed = [r for r in run.records if r.phase == "timed" and r.window is not None]
+            if not timed:
+                continue
+            if run.trace is not None:
+                why = run.trace.uncovered(timed[0].window.sent_ns, timed[-1].window.gap_end_ns
+                                          or timed[-1].window.replied_ns)
+                if why is not None:
+                    raise InfraError(f"the judge's device meter did not cover trial {run.trial}: {why}")
+            calls = [audit_call(r.tag, r.timing.span_ns if r.timing else 0, r.window, run.trace) for r in timed]
+            trials.append(trial_audit(run.trial, run.attempt, calls))
+        if meter is None:
+            return TimingAudit(meter=MeterStatus.DISABLED, claim_fraction=self.plan.claim_fraction,
+                               allowance_ms=allowance_ms, trials=trials)
+        return TimingAudit(meter=MeterStatus.MEASURED, tool=meter.description, interval_ns=interval,
+                           claim_fraction=self.plan.claim_fraction, allowance_ms=allowance_ms, trials=trials)
 
     def _rules(self, child: ChildProcess, recs: list[CallRecord]) -> Verdict | None:
         if not self.plan.enforce_rules:
@@ -178,7 +259,7 @@ class CandidateSession:
             # not even the child's calibration memset was seen: CUPTI is broken, not the candidate (one that
             # launches nothing, with CUPTI working, is judged on its outputs and then by the work rule)
             raise InfraError("CUPTI recorded no GPU activity for any call (profiling unavailable?)")
-        if self.plan.mode == "triton":
+        if self.plan.mode is SessionMode.TRITON:
             return foreign_kernel_verdict(recs, set(self.out.launches.get("kernels", []))) or stream_verdict(recs)
         mapped = child.mapped_libraries()
         own = child.load_args(self.plan.load).get("library")
@@ -192,19 +273,26 @@ class CandidateSession:
 
     def _failed(self, exc: CallFailed) -> Verdict:
         """RUNTIME_ERROR, or COMPILE_ERROR with Triton's trimmed message when a Triton child classified it so."""
-        if self.plan.mode == "triton" and exc.fault == EvaluationStatus.COMPILE_ERROR.value:
+        if self.plan.mode is SessionMode.TRITON and exc.fault == EvaluationStatus.COMPILE_ERROR.value:
             return Verdict(EvaluationStatus.COMPILE_ERROR, exc.error)
         return Verdict(EvaluationStatus.RUNTIME_ERROR, _call_error(exc))
+
+
+def _meter_call(fn: Callable[[int], None], arg: int) -> None:
+    try:
+        fn(arg)
+    except MeterError as exc:
+        raise InfraError(f"the judge's device meter: {exc}") from exc
 
 
 def _launch_report(child: ChildProcess, timeout_s: float) -> dict:
     """The Triton launch report, reduced to well-typed fields (it comes from the candidate's process)."""
     reply = child.request(ChildOp.LAUNCHES, None, "reading the Triton launch report", timeout_s)
-    if not reply.get("ok"):
-        raise CallFailed(CallRecord(None, "launches", 0, None), reply.get("error", "no launch report"))
-    kernels = reply.get("kernels")
-    steady = reply.get("steady")
-    per_call = reply.get("per_call")
+    if not reply.ok:
+        raise CallFailed(CallRecord(None, "launches", 0, None), reply.error or "no launch report")
+    kernels = reply.data.get("kernels")
+    steady = reply.data.get("steady")
+    per_call = reply.data.get("per_call")
     return {"kernels": [k for k in kernels if isinstance(k, str)] if isinstance(kernels, list) else [],
             "steady": [r for r in steady if isinstance(r, dict)] if isinstance(steady, list) else [],
             "per_call": per_call if isinstance(per_call, list) else []}
@@ -212,6 +300,7 @@ def _launch_report(child: ChildProcess, timeout_s: float) -> dict:
 
 def _call_error(exc: CallFailed) -> str:
     rec = exc.record
-    fixed = {"load": "loading the module", "bind": "mapping buffers", "launches": "reading the launch report"}
+    fixed = {"load": "loading the module", "bind": "mapping buffers", "launches": "reading the launch report",
+             "timings": "reading the CUPTI records"}
     where = fixed.get(rec.phase, f"{rec.phase} call {rec.index} of trial {rec.trial}")
     return f"error while {where}: {exc.error}"

@@ -62,6 +62,10 @@ class ToolStages:
             raise InfraError(f"compute-sanitizer gave no verdict in {len(runs)} run(s) "
                              f"(exit {last.returncode}): {last.report[-400:]}")
         verdict = None
+        if last.outcome is MemcheckOutcome.LEFT_RUNNING:
+            verdict = Verdict(EvaluationStatus.RUNTIME_ERROR,
+                              "memcheck could not conclude: a process the candidate left running kept compute-sanitizer "
+                              "from seeing its process end (no memory-safety verdict, so no pass)")
         if last.outcome is MemcheckOutcome.MEMORY_LIMIT:
             verdict = Verdict(EvaluationStatus.RUNTIME_ERROR, f"memcheck run killed: {last.report.splitlines()[0]}")
         if last.outcome is MemcheckOutcome.ERRORS:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ptxcore.gpu.harness.audit import forged_trial
 from ptxcore.gpu.harness.calls import CallRecord, Tolerance
 from ptxcore.gpu.harness.deps import forbidden_library
-from ptxcore.schema import EvaluationStatus
+from ptxcore.schema import EvaluationStatus, TimingAudit
 from ptxcore.triton.evidence import foreign_kernels
 
 
@@ -115,4 +116,16 @@ def foreign_kernel_verdict(records: list[CallRecord], launched: set[str] | list[
             return Verdict(EvaluationStatus.REJECTED,
                            f"GPU work outside Triton: {names} ran during {_where(rec)} but is not a Triton kernel the "
                            "candidate launched (torch or library compute is forbidden)")
+    return None
+
+
+def measurement_verdict(audit: TimingAudit | None) -> Verdict | None:
+    """A latency the candidate's process claimed that the judge's own device meter contradicts is forged:
+    REWARD_HACK naming both figures. Without a meter (configured off) there is nothing to contradict it."""
+    if audit is None:
+        return None
+    for trial in audit.trials:
+        why = forged_trial(trial, audit.claim_fraction, audit.allowance_ms)
+        if why is not None:
+            return Verdict(EvaluationStatus.REWARD_HACK, f"forged its timing: {why}")
     return None

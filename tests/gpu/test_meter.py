@@ -1,0 +1,260 @@
+"""The judge's device meter and the timing audit, without a GPU: trace arithmetic, the audit of one call and one
+trial, the measurement rule against forged claims, and the session's fail-closed handling of a meter that cannot
+measure. The H200 run of the same rule against real forgeries is tests/gpu/test_hostile_gpu.py (h12, h13)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from ptxcore.gpu.child.cupti import CallTiming
+from ptxcore.gpu.errors import InfraError
+from ptxcore.gpu.harness.audit import (
+    AuditedCall,
+    CallWindow,
+    allowance_ns,
+    audit_call,
+    forged_trial,
+    trial_audit,
+)
+from ptxcore.gpu.harness.calls import CallRecord, MeteredTrial, Tolerance
+from ptxcore.gpu.harness.meter import MeterError, MeterSample, MeterTrace, PmSamplingMeter, choose_interval_ns
+from ptxcore.gpu.messages import SessionMode
+from ptxcore.gpu.pipeline.verdicts import measurement_verdict
+from ptxcore.schema import EvaluationStatus, MeterStatus, TimingAudit, TrialAudit
+
+US = 1_000
+
+
+def _trace(busy_spans: list[tuple[int, int]], lo: int, hi: int, interval: int = 10 * US) -> MeterTrace:
+    """Samples every `interval` over [lo, hi) with the GPU busy during `busy_spans` (ns)."""
+    samples = []
+    for s in range(lo, hi, interval):
+        e = s + interval
+        busy = sum(max(0, min(e, b1) - max(s, b0)) for b0, b1 in busy_spans)
+        samples.append(MeterSample(s, e, float(busy), float(busy) * 0.8))
+    return MeterTrace(tuple(samples), interval)
+
+
+def test_busy_time_of_a_range_spreads_samples_over_their_interval():
+    t = _trace([(100 * US, 600 * US)], 0, 1000 * US)
+    assert t.busy_ns(0, 1000 * US) == pytest.approx(500 * US)
+    assert t.busy_ns(100 * US, 600 * US) == pytest.approx(500 * US)
+    assert t.busy_ns(105 * US, 115 * US) == pytest.approx(10 * US)  # one busy sample, fully inside
+    assert t.busy_ns(700 * US, 900 * US) == 0.0
+    assert t.tensor_ns(100 * US, 600 * US) == pytest.approx(400 * US)
+
+
+def test_coverage_is_checked_not_assumed():
+    t = _trace([], 1000, 10_000, interval=1000)
+    assert t.uncovered(1000, 10_000) is None
+    assert "not the calls'" in t.uncovered(0, 10_000)
+    holed = MeterTrace(t.samples[:3] + t.samples[6:], 1000)
+    assert "hole" in holed.uncovered(1000, 10_000)
+    assert "no samples" in MeterTrace((), 1000).uncovered(0, 1)
+    with pytest.raises(ValueError):
+        MeterTrace(tuple(reversed(t.samples)), 1000)
+
+
+def test_the_interval_gives_about_a_hundred_samples_per_call_within_bounds():
+    assert choose_interval_ns(1_400_000, 60) == 14_000           # a 1.4 ms call window
+    assert choose_interval_ns(50_000, 60) == 2_000               # never under 2 us
+    assert choose_interval_ns(10e9, 60) == 500_000               # never over 500 us
+    assert choose_interval_ns(100e6, 60) >= 60 * 100e6 / 50_000  # at most 50,000 samples per trial
+
+
+def _call(trace: MeterTrace, claimed_us: float, sent: int, replied: int, gap_end: int | None = None,
+          judge_span: float | None = None) -> AuditedCall:
+    return audit_call(0, int(claimed_us * US), CallWindow(sent, replied, gap_end, judge_span), trace)
+
+
+def test_an_honest_call_claims_what_the_meter_saw():
+    t = _trace([(200 * US, 950 * US), (1100 * US, 1300 * US)], 0, 1500 * US)  # the kernel, then the judge's work
+    c = _call(t, 750, 100 * US, 1000 * US, gap_end=1400 * US, judge_span=250 * US)
+    assert c.busy_ns == pytest.approx(750 * US) and c.after_ns == 0.0
+    audit = trial_audit(0, 1, [c])
+    assert forged_trial(audit, 0.5, allowance_ns(t.interval_ns) / 1e6) is None
+
+
+def test_a_claim_a_tenth_of_the_work_is_forged_and_both_figures_are_named():
+    t = _trace([(200 * US, 950 * US)], 0, 1200 * US)
+    audit = trial_audit(2, 1, [_call(t, 75, 100 * US, 1000 * US)])
+    why = forged_trial(audit, 0.5, allowance_ns(t.interval_ns) / 1e6)
+    assert why is not None and "0.0750 ms" in why and "0.7500 ms" in why and "trial 2" in why
+
+
+def test_work_left_running_after_the_reply_counts_against_the_claim():
+    """A harness patched to answer before the GPU is done: the kernel runs on after the reply, before the
+    judge's own work in that gap; its busy time beyond the judge's span is the candidate's."""
+    t = _trace([(200 * US, 1700 * US), (1800 * US, 2000 * US)], 0, 2200 * US)
+    c = _call(t, 80, 100 * US, 300 * US, gap_end=2100 * US, judge_span=250 * US)
+    assert 1400 * US < c.busy_ns <= 1500 * US and c.after_ns > 1300 * US  # the judge span is subtracted whole
+    assert forged_trial(trial_audit(0, 1, [c]), 0.5, allowance_ns(t.interval_ns) / 1e6) is not None
+
+
+def test_trial_medians_and_the_tensor_share():
+    t = _trace([(0, 2000 * US)], 0, 2000 * US)
+    calls = [_call(t, 100 * (i + 1), i * 300 * US, i * 300 * US + 200 * US) for i in range(5)]
+    audit = trial_audit(1, 2, calls)
+    assert audit.claimed_median_ms == pytest.approx(0.3) and audit.busy_median_ms == pytest.approx(0.2)
+    assert audit.window_median_ms == pytest.approx(0.2) and audit.tensor_active_share == pytest.approx(0.8)
+    bare = trial_audit(0, 1, [audit_call(0, 5000, CallWindow(0, 9000), None)])
+    assert bare.busy_median_ms is None and bare.tensor_active_share is None
+    assert forged_trial(bare, 0.5, 0.0) is None  # nothing measured, nothing to contradict
+
+
+def _audit(claimed: float, busy: float | None, meter: MeterStatus = MeterStatus.MEASURED) -> TimingAudit:
+    trial = TrialAudit(trial=0, attempt=1, timed_calls=3, claimed_median_ms=claimed, window_median_ms=busy or 1.0,
+                       busy_median_ms=busy)
+    extra = {"tool": "test meter", "interval_ns": 10_000} if meter is MeterStatus.MEASURED else {}
+    return TimingAudit(meter=meter, claim_fraction=0.5, allowance_ms=0.04, trials=[trial], **extra)
+
+
+def test_the_measurement_verdict():
+    assert measurement_verdict(_audit(0.74, 0.75)) is None
+    v = measurement_verdict(_audit(0.07, 0.75))
+    assert v.status is EvaluationStatus.REWARD_HACK and v.reason.startswith("forged its timing")
+    assert measurement_verdict(_audit(0.07, None, MeterStatus.DISABLED)) is None
+    assert measurement_verdict(None) is None
+
+
+def test_an_audit_says_whether_it_was_measured():
+    with pytest.raises(ValueError):
+        TimingAudit(meter=MeterStatus.MEASURED, claim_fraction=0.5, allowance_ms=0.0)  # no tool or interval
+    with pytest.raises(ValueError):
+        _audit(0.1, 0.2, MeterStatus.DISABLED)  # busy time without a meter
+
+
+def test_without_pm_sampling_the_meter_is_unavailable_not_faked(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cupti", None)
+    with pytest.raises(MeterError, match="PM sampling"):
+        PmSamplingMeter(0)
+
+
+# ---- the session: fail closed -------------------------------------------------------------------------------
+
+class FakeMeter:
+    description = "fake meter"
+
+    def __init__(self, fail: str | None = None, trace: MeterTrace | None = None) -> None:
+        self.fail, self.trace, self.interval_ns, self.events = fail, trace, 10 * US, []
+
+    def now_ns(self) -> int:
+        return 0
+
+    def open(self) -> None:
+        self.events.append("open")
+        if self.fail == "open":
+            raise MeterError("sampler busy")
+
+    def configure(self, interval_ns: int) -> None:
+        self.interval_ns = interval_ns
+
+    def start(self) -> None:
+        self.events.append("start")
+
+    def stop(self) -> MeterTrace:
+        self.events.append("stop")
+        return self.trace
+
+    def close(self) -> None:
+        self.events.append("close")
+
+
+def _session(mode: SessionMode, meter: FakeMeter | None):
+    from ptxcore.gpu.pipeline.session import CandidateSession, SessionPlan
+
+    plan = SessionPlan(mode=mode, load={}, trials=1, warmup=0, iters=1, permute=False, tol=Tolerance(1e-2, 1e-2, 1.0),
+                       call_timeout_s=30.0, startup_timeout_s=60.0, throttle_retries=0, device=0)
+    return CandidateSession(plan, SimpleNamespace(), None, None, meter)
+
+
+def test_a_candidate_that_cannot_be_metered_is_infra_and_the_baseline_goes_on():
+    with pytest.raises(InfraError, match="device meter is not available"):
+        _session(SessionMode.FFI, FakeMeter(fail="open"))._open_meter()
+    baseline = _session(SessionMode.BASELINE, FakeMeter(fail="open"))
+    baseline._open_meter()
+    assert baseline.meter is None
+
+
+def _timed(tag: int, sent: int, replied: int, claimed: int) -> CallRecord:
+    rec = CallRecord(tag, "timed", 0, tag)
+    rec.window = CallWindow(sent, replied, replied + 50 * US, 40.0 * US)
+    rec.timing = CallTiming(tag, claimed, 1, 1, ())
+    return rec
+
+
+def test_a_trace_that_does_not_cover_the_calls_is_infra_never_a_pass():
+    short = _trace([(0, 500 * US)], 0, 600 * US)
+    s = _session(SessionMode.FFI, FakeMeter(trace=short))
+    runs = [MeteredTrial(0, 1, [_timed(0, 100 * US, 400 * US, 250 * US), _timed(1, 500 * US, 900 * US, 250 * US)],
+                         short)]
+    with pytest.raises(InfraError, match="did not cover trial 0"):
+        s._audit(runs)
+
+
+def test_the_session_audit_records_every_trial_and_flags_the_forged_one():
+    trace = _trace([(150 * US, 390 * US), (550 * US, 890 * US)], 0, 1000 * US)
+    s = _session(SessionMode.FFI, FakeMeter(trace=trace))
+    honest = s._audit([MeteredTrial(0, 1, [_timed(0, 100 * US, 400 * US, 240 * US),
+                                           _timed(1, 500 * US, 900 * US, 340 * US)], trace)])
+    assert honest.meter is MeterStatus.MEASURED and honest.tool == "fake meter" and len(honest.trials) == 1
+    assert measurement_verdict(honest) is None
+    forged = s._audit([MeteredTrial(0, 1, [_timed(0, 100 * US, 400 * US, 24 * US),
+                                           _timed(1, 500 * US, 900 * US, 34 * US)], trace)])
+    assert measurement_verdict(forged).status is EvaluationStatus.REWARD_HACK
+    unmetered = _session(SessionMode.FFI, None)._audit([MeteredTrial(0, 1, [_timed(0, 0, 9, 5)], None)])
+    assert unmetered.meter is MeterStatus.DISABLED and unmetered.trials[0].busy_median_ms is None
+
+
+# ---- the call driver: the judge's own stamps ---------------------------------------------------------------
+
+def _driver(replies: list, monkeypatch, meter: FakeMeter | None):
+    import torch
+
+    from ptxcore.gpu.harness.calls import CallDriver
+    from ptxcore.gpu.messages import ChildReply
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    ticks = iter(range(1000, 10**9, 1000))
+    noop = SimpleNamespace(load_inputs=lambda *a: None, poison_outputs=lambda: None, flush=lambda: None)
+    child = SimpleNamespace(request=lambda op, args, what, timeout_s: replies.pop(0))
+    d = object.__new__(CallDriver)
+    d.child, d.slots, d.flusher, d.call_timeout_s, d.first_call_timeout_s = child, [noop], noop, 30.0, None
+    d.state = SimpleNamespace(spec=SimpleNamespace(outputs=[], batch_size=1), trials=[SimpleNamespace(inputs={})])
+    d.records, d._last_perm, d._keep, d.l2_resets, d._perms, d.trials = [], {}, [], 0, {}, []
+    d.meter, d.clock, d._open_gap = meter, ticks.__next__, None
+    d.new_event = lambda: SimpleNamespace(elapsed_time=lambda other: 0.25)  # 0.25 ms of the judge's own work
+    d.host_s = {"harness_prepare": 0.0, "harness_call_roundtrip": 0.0, "harness_compare_queue": 0.0,
+                "child_call_wall": 0.0}
+    return d, ChildReply
+
+
+def test_every_call_gets_the_judges_window_and_gap(monkeypatch):
+    meter = FakeMeter(trace=_trace([], 0, 10_000))
+    d, Reply = _driver([], monkeypatch, meter)
+    d.child.request = lambda op, args, what, timeout_s: Reply(True, 1, "n", {"wall_ns": 7, "l2_reset": False})
+    timed = d.timed_trial(0, warmup=1, iters=2, permute=False)
+    assert meter.events == ["start", "stop"] and len(d.trials) == 1 and d.trials[0].trace is meter.trace
+    assert [r.phase for r in d.trials[0].records] == ["warmup", "timed", "timed"] and timed == d.records[1:]
+    for rec in d.records:
+        w = rec.window
+        assert w.sent_ns < w.replied_ns < w.gap_end_ns and w.judge_gap_span_ns == pytest.approx(250_000)
+
+
+def test_a_failed_call_stops_the_meter_and_the_failure_is_the_outcome(monkeypatch):
+    from ptxcore.gpu.harness.calls import CallFailed
+
+    class Breaks(FakeMeter):
+        def stop(self) -> MeterTrace:
+            raise MeterError("decode failed")
+
+    meter = Breaks()
+    d, Reply = _driver([], monkeypatch, meter)
+    d.child.request = lambda op, args, what, timeout_s: Reply(False, 1, "n", {}, stage="call", error="boom")
+    with pytest.raises(CallFailed, match="boom"):
+        d.timed_trial(0, warmup=0, iters=1, permute=False)
+    assert meter.events == ["start"] and d.trials == []
