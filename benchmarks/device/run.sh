@@ -55,6 +55,7 @@ sandbox-check  240  benchmarks/device/sandbox_gpu_check.py: CUDA, IPC, sanitizer
 hostile        300  pytest tests/gpu/test_hostile_gpu.py: the hostile controls in order, envelopes to hostile.jsonl
 hostile-controls 480  the hostile controls, then the 15 golden controls: one ordered pytest run (issue 14)
 sandbox-cost   240  benchmarks/judge_sandbox_cost.py: the GEMM judged with and without the sandbox (A B B A)
+meter          420  benchmarks/meter_audit.py: the library with and without the device meter, honest claim/busy ratios
 bwd-precision   90  python -m research.precision.bwd_h200: dS rounding variants vs the judge's cuDNN refs
 diag           120  python -m research.precision.diagnose_mha_bwd \$DIAG_KERNEL: candidate vs cuDNN vs float64
 "
@@ -190,6 +191,11 @@ stage_hostile_controls() {
   PTXBENCH_HOSTILE_OUT=$RUN_OUT/hostile.jsonl PTXBENCH_CONTROLS_OUT=$RUN_OUT/controls.jsonl \
     PTXBENCH_TEST_CACHE=$PTXBENCH_CACHE_DIR "$PYTHON" -m pytest tests/gpu/test_hostile_gpu.py tests/gpu/test_controls.py \
     -m gpu -p no:cacheprovider -q -rA -s --junitxml="$RUN_OUT/hostile_controls.xml"
+}
+
+stage_meter() {
+  # shellcheck disable=SC2086 # METER_ARGS is a list of arguments
+  "$PYTHON" benchmarks/meter_audit.py --json "$RUN_OUT/meter_audit.json" ${METER_ARGS:-}
 }
 
 stage_sandbox_cost() {

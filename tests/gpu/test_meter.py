@@ -49,8 +49,10 @@ def test_busy_time_of_a_range_spreads_samples_over_their_interval():
 def test_coverage_is_checked_not_assumed():
     t = _trace([], 1000, 10_000, interval=1000)
     assert t.uncovered(1000, 10_000) is None
-    assert "not the calls'" in t.uncovered(0, 10_000)
-    holed = MeterTrace(t.samples[:3] + t.samples[6:], 1000)
+    assert t.uncovered(0, 11_500) is None  # within two intervals of either end: the allowance's own error
+    assert "not the calls'" in t.uncovered(0, 14_000)
+    assert "not the calls'" in t.uncovered(-2_000, 10_000)
+    holed = MeterTrace(t.samples[:3] + t.samples[7:], 1000)
     assert "hole" in holed.uncovered(1000, 10_000)
     assert "no samples" in MeterTrace((), 1000).uncovered(0, 1)
     with pytest.raises(ValueError):

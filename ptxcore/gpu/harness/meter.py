@@ -90,17 +90,19 @@ class MeterTrace:
         return total
 
     def uncovered(self, lo: int, hi: int) -> str | None:
-        """Why [lo, hi] is not fully measured (first or last sample inside it, or a hole of more than two
-        intervals), None when it is."""
+        """Why [lo, hi] is not measured (the samples start after it or end before it by more than two intervals,
+        the error the audit's allowance already takes, or a hole of more than three intervals inside it), None
+        when it is."""
         if not self.samples:
             return "the meter recorded no samples"
-        if self.samples[0].start_ns > lo or self.samples[-1].end_ns < hi:
+        edge = 2 * self.interval_ns
+        if self.samples[0].start_ns > lo + edge or self.samples[-1].end_ns < hi - edge:
             return (f"the samples span {self.samples[0].start_ns}..{self.samples[-1].end_ns} ns, not the calls' "
                     f"{lo}..{hi} ns")
         i = max(0, bisect.bisect_right(self._starts, lo) - 1)
         while i + 1 < len(self.samples) and self.samples[i].end_ns < hi:
             gap = self.samples[i + 1].start_ns - self.samples[i].end_ns
-            if gap > 2 * self.interval_ns:
+            if gap > 3 * self.interval_ns:
                 return f"a hole of {gap} ns between samples"
             i += 1
         return None
@@ -180,9 +182,11 @@ class PmSamplingMeter:
     def start(self) -> None:
         self._require().start()
         self._started_at = time.monotonic()
+        time.sleep(self._settle_s())  # the sampler's first intervals complete before the first call is staged
 
     def stop(self) -> MeterTrace:
         col = self._require()
+        time.sleep(self._settle_s())  # the interval holding the last call's end completes before sampling stops
         col.stop()
         span_s = time.monotonic() - self._started_at
         max_samples = int(span_s * 1e9 / self.interval_ns * 1.25) + 2_000
@@ -199,6 +203,9 @@ class PmSamplingMeter:
             except Exception as exc:  # noqa: BLE001 - closing must not hide the judgement's own outcome
                 log.warning("PM sampling disable failed: %s", exc)
         self._collector, self.metrics, self.interval_ns = None, (), 0
+
+    def _settle_s(self) -> float:
+        return (3 * self.interval_ns) / 1e9 + 0.001
 
     def _require(self):  # noqa: ANN202 - cupti.pm_sampling.Collector
         if self._collector is None:
