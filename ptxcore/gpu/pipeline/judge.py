@@ -17,6 +17,7 @@ import dataclasses
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,7 +33,7 @@ from ptxcore.gpu.harness.state import WorkloadState
 from ptxcore.gpu.harness.triton import TritonFiles
 from ptxcore.gpu.messages import SessionMode
 from ptxcore.gpu.pipeline.caches import JsonCache
-from ptxcore.gpu.pipeline.result import ResultBuilder
+from ptxcore.gpu.pipeline.result import ResultBuilder, record_performance, record_session
 from ptxcore.gpu.pipeline.session import CandidateSession, SessionOutcome, SessionPlan
 from ptxcore.gpu.pipeline.tools import ToolStages
 from ptxcore.gpu.pipeline.triton import (
@@ -43,17 +44,16 @@ from ptxcore.gpu.pipeline.triton import (
     triton_profile_only,
     triton_sanitize_only,
 )
+from ptxcore.gpu.pipeline.verdicts import Verdict
 from ptxcore.gpu.probe import gpu_available
 from ptxcore.problems import Problem
 from ptxcore.schema import (
     CompileStatus,
-    CorrectnessStats,
     EnvironmentInfo,
     EvaluationStatus,
-    JudgeCorrectness,
     JudgeResult,
     Language,
-    Performance,
+    TargetInstructionEvidence,
     text_sha256,
 )
 
@@ -251,46 +251,48 @@ class GpuJudge:
         state, ref = self._workload(problem, gpu, r)
         plan = self.plan(problem, SessionMode.FFI, {"library": str(compiled.artifact)}, needed,
                          candidate=compiled.artifact)
-        from ptxcore.gpu.child.driver import reset_persisting_l2
-
-        reset_persisting_l2()  # nothing a previous candidate left persisting in L2 carries over
-        gate = lambda: self.tools.memcheck(compiled, problem, r.workload, r)  # noqa: E731
-        session = CandidateSession(plan, state, gpu.flusher, gpu.monitor, self._meter_for(gpu, True))
-        out = session.run(gate if self.config.sanitizer else None)
-        _record_session(r, out)
-        if out.verdict is not None:
-            return r.finish(out.verdict.status, out.verdict.reason, log=out.log,
-                            target=self.tools.static_only(compiled, "the candidate did not pass"))
-        _performance(r, out, ref)
-        t0 = time.monotonic()
-        target = self.tools.evidence(compiled, source, problem, r.workload, arch)
-        r.stage("ncu", time.monotonic() - t0)
-        return r.finish(EvaluationStatus.PASSED, "", target=target)
+        return self._run_session(
+            r, gpu, plan, state, ref,
+            gate=lambda out: self.tools.memcheck(compiled, problem, r.workload, r),
+            evidence=lambda out: self.tools.evidence(compiled, source, problem, r.workload, arch),
+            failed_target=lambda: self.tools.static_only(compiled, "the candidate did not pass"))
 
     def _judge_triton(self, checked: CompiledCandidate, source: str, problem: Problem, arch: Architecture,
                       r: ResultBuilder) -> JudgeResult:
-        """A validated Triton kernel.py: the session in mode triton on a private workspace, then its evidence."""
+        """A validated Triton kernel.py: the session in mode triton on a private workspace, then its evidence
+        (memcheck and ncu take the kernels the session's first calls launched)."""
         gpu = self._gpu_for(problem, arch, r)
         state, ref = self._workload(problem, gpu, r)
         sha = checked.result.source_sha256
         with TritonFiles.create(source) as files:
-            from ptxcore.gpu.child.driver import reset_persisting_l2
+            plan = self.plan(problem, SessionMode.TRITON, files.load_message(), candidate=files)
+            return self._run_session(
+                r, gpu, plan, state, ref,
+                gate=lambda out: triton_memcheck(self.tools, files, out.launches, sha, problem, r.workload, r),
+                evidence=lambda out: triton_evidence(self.tools, files, out.launches, sha, problem, r.workload, arch,
+                                                     r),
+                failed_target=lambda: not_profiled(NOT_PASSED))
 
-            reset_persisting_l2()
-            session = CandidateSession(self.plan(problem, SessionMode.TRITON, files.load_message(), candidate=files),
-                                       state, gpu.flusher, gpu.monitor, self._meter_for(gpu, True))
-            gate = lambda: triton_memcheck(self.tools, files, session.out.launches, sha, problem,  # noqa: E731
-                                           r.workload, r)
-            out = session.run(gate if self.config.sanitizer else None)
-            _record_session(r, out)
-            if out.verdict is not None:
-                if out.verdict.status is EvaluationStatus.COMPILE_ERROR:
-                    r.correctness = None  # a later specialisation failed to compile: the turn's verdict is that
-                return r.finish(out.verdict.status, out.verdict.reason, log=out.log, target=not_profiled(NOT_PASSED))
-            _performance(r, out, ref)
-            t0 = time.monotonic()
-            target = triton_evidence(self.tools, files, out.launches, sha, problem, r.workload, arch, r)
-            r.stage("ncu", time.monotonic() - t0)
+    def _run_session(self, r: ResultBuilder, gpu: GpuContext, plan: SessionPlan, state: WorkloadState, ref,  # noqa: ANN001
+                     gate: Callable[[SessionOutcome], Verdict | None],
+                     evidence: Callable[[SessionOutcome], TargetInstructionEvidence],
+                     failed_target: Callable[[], TargetInstructionEvidence]) -> JudgeResult:
+        """The stages every candidate goes through once built: its session (correctness, the memcheck `gate`,
+        audited timing), then, for a correct one, its performance and target evidence."""
+        from ptxcore.gpu.child.driver import reset_persisting_l2
+
+        reset_persisting_l2()  # nothing a previous candidate left persisting in L2 carries over
+        session = CandidateSession(plan, state, gpu.flusher, gpu.monitor, self._meter_for(gpu, True))
+        out = session.run((lambda: gate(session.out)) if self.config.sanitizer else None)
+        record_session(r, out)
+        if out.verdict is not None:
+            if out.verdict.status is EvaluationStatus.COMPILE_ERROR:
+                r.correctness = None  # a later Triton specialisation failed to compile: the verdict is that
+            return r.finish(out.verdict.status, out.verdict.reason, log=out.log, target=failed_target())
+        record_performance(r, out, ref)
+        t0 = time.monotonic()
+        target = evidence(out)
+        r.stage("ncu", time.monotonic() - t0)
         return r.finish(EvaluationStatus.PASSED, "", target=target)
 
     def _reference(self, state: WorkloadState, problem: Problem, gpu: GpuContext):  # noqa: ANN202
@@ -352,13 +354,6 @@ def _check_arch(arch: Architecture, capability: tuple[int, int]) -> None:
             f"candidate targets {arch.sm} ({arch.key}) but this GPU is {have}: it needs a {arch.key} host")
 
 
-def _performance(r: ResultBuilder, out: SessionOutcome, ref) -> None:  # noqa: ANN001 - reference latency
-    if out.latency_ms <= 0:
-        raise InfraError("CUPTI recorded no kernel time for a correct candidate")
-    r.performance = Performance(latency_ms=out.latency_ms, reference_latency_ms=ref.latency_ms,
-                                speedup_factor=ref.latency_ms / out.latency_ms)
-
-
 def _device_meter(device: int) -> tuple[DeviceMeter | None, str | None]:
     """(meter, None), or (None, why) where the judge's process cannot meter the device."""
     from ptxcore.gpu.harness.meter import MeterError, PmSamplingMeter
@@ -368,37 +363,6 @@ def _device_meter(device: int) -> tuple[DeviceMeter | None, str | None]:
     except MeterError as exc:
         log.error("no device meter: %s", exc)
         return None, str(exc)
-
-
-def _record_session(r: ResultBuilder, out: SessionOutcome) -> None:
-    r.timing_audit = out.audit
-    for k, v in out.stage_seconds.items():
-        r.stage(k, v)
-    r.stage("kernel", out.kernel_seconds)
-    r.correctness = _correctness(out)
-    clocks = [t.clocks_mhz for t in out.trials]
-    temps = [t.temps_c for t in out.trials]
-    r.environment = r.environment.model_copy(update={
-        "sm_clock_mhz_before": clocks[0][0] if clocks else None, "sm_clock_mhz_after": clocks[-1][1] if clocks else None,
-        "temperature_c_before": temps[0][0] if temps else None, "temperature_c_after": temps[-1][1] if temps else None,
-        "throttle_reasons": sorted({x for t in out.trials for x in t.throttle_reasons}),
-        "env_stream_ids": list(out.env_streams), "trial_medians_ms": [t.median_ms for t in out.trials],
-        "persisting_l2_resets": out.l2_resets})
-
-
-def _correctness(out: SessionOutcome) -> JudgeCorrectness | None:
-    checked = [r for r in out.correctness if r.stats is not None]
-    if not checked:
-        return None
-    s = checked[0].stats
-    for rec in checked[1:]:
-        s = s.merge(rec.stats)
-    timed = [r for r in out.timed if r.stats is not None]
-    stats = CorrectnessStats(
-        trials=len(checked), matched_ratio=s.matched_ratio, allclose=s.allclose, mismatched=s.mismatched,
-        numel=s.numel, nan_count=s.nan_count, inf_count=s.inf_count, timed_calls_verified=len(timed),
-        timed_calls_passed=sum(1 for r in timed if r.stats.mismatched == 0 and r.stats.nan_count == 0))
-    return JudgeCorrectness(max_relative_error=s.max_rel_error, max_absolute_error=s.max_abs_error, stats=stats)
 
 
 _DEFAULT: dict[str, GpuJudge] = {}
