@@ -77,6 +77,8 @@ def build_command(
         typer.echo(json.dumps(summary.model_dump(mode="json"), indent=1))
     else:
         _print_summary(summary)
+    if summary.stopped:
+        raise UserError(summary.stopped)
 
 
 def _run_with_progress(**params):
@@ -139,8 +141,10 @@ def _print_summary(s) -> None:
                   f"{s.reason.accepted_pairs} of {s.reason.pairs} pairs have an accepted monologue", markup=False)
     if s.export:
         e = s.export
-        out.print(f"export: {e.rows} rows -> {e.parquet} (sha256 {e.parquet_sha256})\n  manifest {e.manifest}\n"
-                  f"  dropped: {_counts(e.dropped)}; tokenizer {e.tokenizer}{'; ' + e.tokenizer_note if e.tokenizer_note else ''}",
+        counted = f"{e.tokenizer}{' (fallback estimate)' if e.tokenizer_fallback else ''}"
+        out.print(f"export: {e.rows} rows -> {e.parquet} (sha256 {e.parquet_sha256})\n"
+                  f"  prompt-completion (TRL) {e.prompt_completion}\n  manifest {e.manifest}\n"
+                  f"  dropped: {_counts(e.dropped)}; counted by {counted}{'; ' + e.tokenizer_note if e.tokenizer_note else ''}",
                   markup=False)
 
 
