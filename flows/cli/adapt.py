@@ -162,13 +162,25 @@ def validate_command(recipe: str = typer.Argument(..., help="Recipe file.")) -> 
         raise UserError(str(exc)) from exc
     sel = r.selection
     typer.echo(f"{recipe}: {r.name} ({r.config_label or 'no label'}): {r.template.value}, steps {', '.join(r.steps())}")
+    if r.reproduces:
+        typer.echo(f"  reproduces {r.reproduces}")
+    for rule in r.our_inference:
+        typer.echo(f"  our inference: {rule}")
     typer.echo(f"  sources {', '.join(sel.source_campaigns)}; problems {', '.join(sel.problem_names())}")
-    typer.echo(f"  turns {sel.source_turns[0]}-{sel.source_turns[1]}; variants {', '.join(variants) if variants else 'all'}")
+    typer.echo(f"  turns {sel.source_turns[0]}-{sel.source_turns[1]}; variants {_variants_text(variants)}")
     cap = f"cap {sel.per_problem_cap} per problem ({sel.balance.value}-balanced)" if sel.per_problem_cap else "no cap"
     typer.echo(f"  {cap}, strata {', '.join(sel.strata)}, seed {sel.seed}")
     if r.teacher:
         typer.echo(f"  teacher {r.teacher.model.model}: {r.teacher.turns} turns, stop at speedup {r.teacher.target_speedup}")
     typer.echo(f"  synthesizer {r.synthesizer.model.model}; budget {r.export.max_tokens} tokens ({r.export.tokenizer})")
+
+
+def _variants_text(variants) -> str:
+    from ptxcore.adapt.spec import DirectionVariants
+
+    if isinstance(variants, DirectionVariants):
+        return f"forward problems {', '.join(variants.forward)}; backward problems {', '.join(variants.backward)}"
+    return ", ".join(variants) if variants else "all"
 
 
 @app.command("status")
