@@ -1,4 +1,4 @@
-"""The adapt build as Prefect flows: `adapt-build` runs the recipe's steps (select, repair, pairs, reason,
+"""The adapt build as Prefect flows: `adapt-build` runs the recipe's steps (select, repair, pairs, notes, reason,
 export), each runnable alone; `adapt-repair` runs the repair trajectories through the campaign machinery
 (flows.campaign.run_campaign: tag limits, writer, judge selection, fan-out, resume).
 
@@ -31,6 +31,7 @@ from ptxcore.adapt import (
     load_recipe,
     resolve_counter,
 )
+from ptxcore.adapt.notes import NotesSummary
 from ptxcore.adapt.store import AdaptStore
 from ptxcore.agent import CampaignConfig, CampaignSummary
 from ptxcore.schema import FrozenModel
@@ -38,6 +39,7 @@ from ptxcore.warehouse import Warehouse
 from tasks.adapt import (
     export_task,
     finish_repair_task,
+    notes_task,
     pairs_task,
     plan_repair_task,
     select_task,
@@ -84,6 +86,8 @@ class BuildSummary(FrozenModel):
     """repair (the repair campaign's summary)."""
     pairs: PairSummary | None = None
     """pairs."""
+    notes: NotesSummary | None = None
+    """notes (the repair-notes corpus)."""
     reason: ReasonSummary | None = None
     """reason."""
     export: ExportSummary | None = None
@@ -174,6 +178,16 @@ def _run_jobs(jobs: list[SynthesisJob], book: ReasonBook, ctx: BuildContext, cli
     return done
 
 
+def notes_step(ctx: BuildContext, out: str) -> NotesSummary:
+    """The build's pairs -> its notes corpus, through the notes teacher (litellm, or replay)."""
+    spec = ctx.recipe.notes
+    if spec is None:
+        raise AdaptError(f"recipe {ctx.recipe.name} has no notes section")
+    client = make_client(spec.teacher, "notes.teacher")
+    ensure_limits({llm_tag(spec.teacher.model): spec.teacher.concurrency})
+    return notes_task.with_options(tags=[llm_tag(spec.teacher.model)])(ctx, client, out)
+
+
 def reason_step(ctx: BuildContext) -> ReasonSummary:
     """Synthesize missing monologues, then rewrite those whose rows exceed the token budget."""
     spec = ctx.recipe.synthesizer
@@ -258,6 +272,9 @@ def _step(step: str, ctx: BuildContext, summary: dict[str, object], out: str, pr
     if step == "pairs":
         summary["pairs"] = result = pairs_task(ctx)
         return result.refusal or None
+    if step == "notes":
+        summary["notes"] = notes_step(ctx, out)
+        return None
     if step == "reason":
         summary["reason"] = reason_step(ctx)
         return None

@@ -48,7 +48,7 @@ def _precheck(ctx, steps: list[str]) -> None:
 @one_line_errors
 def build_command(
     recipe: str = typer.Argument(..., help="Recipe file (campaigns/adapt/*.yaml)."),
-    steps: str = typer.Option(None, "--steps", help="Comma-separated steps (select,repair,pairs,reason,export); default all."),
+    steps: str = typer.Option(None, "--steps", help="Comma-separated steps (select,repair,pairs,notes,reason,export); default all."),
     warehouse: str = typer.Option(None, "--warehouse", help="DuckDB file with the source campaigns."),
     build_id: str = typer.Option(None, "--build-id", help="Build id (default: the recipe name); rerun to resume."),
     out: str = typer.Option(None, "--out", help="Export folder (default: <warehouse folder>/adapt/<build id>)."),
@@ -136,6 +136,10 @@ def _print_summary(s) -> None:
         out.print(f"pairs: {s.pairs.pairs} kept from {s.pairs.repairs} sources ({s.pairs.repairs_fixed} with a pair); "
                   f"candidates {_counts(s.pairs.statuses)}; repair turns {_counts(s.pairs.repair_turn_statuses)}",
                   markup=False)
+    if s.notes:
+        n = s.notes
+        out.print(f"notes: collection {n.collection_id}: {n.records} records from {n.pairs} pairs ({n.distilled} "
+                  f"distilled this run, {len(n.refused)} refused){' -> ' + n.jsonl if n.jsonl else ''}", markup=False)
     if s.reason:
         out.print(f"reason: {s.reason.calls} synthesizer calls this run ({_counts(s.reason.statuses)}); "
                   f"{s.reason.accepted_pairs} of {s.reason.pairs} pairs have an accepted monologue", markup=False)

@@ -23,8 +23,8 @@ from .errors import AdaptError
 from .spec import SelectionSpec, Template
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-STEPS = ("select", "repair", "pairs", "reason", "export")
-"""The build's steps, in order; each can run alone."""
+STEPS = ("select", "repair", "pairs", "notes", "reason", "export")
+"""The build's steps, in order; each can run alone (`notes` only in a Fixit recipe with a `notes` section)."""
 
 
 class TeacherSpec(FrozenModel):
@@ -45,6 +45,16 @@ class TeacherSpec(FrozenModel):
     recorded_verdicts: str | None = None
     """A recorded-verdict folder (as a campaign file's `recorded_verdicts`, relative to the recipe file): where no GPU
     judges, a repair kernel recorded there gets that verdict, marked recorded; any other is NOT_EVALUATED."""
+
+
+class NotesSpec(FrozenModel):
+    """Repair-notes distillation (paper Table 4): the build's (wrong, fixed) pairs -> a notes corpus a campaign
+    retrieves from (`repair_retrieval: {notes: "warehouse:<collection>"}`)."""
+
+    teacher: ModelSpec
+    """litellm model that writes the notes (GLM-5.2 in the authors' collect_kernel_fix_notes.py), or replay/<library>."""
+    collection: str = Field(default="", pattern=r"^$|^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+    """Warehouse collection id (default `<build id>-notes`)."""
 
 
 class PairSpec(FrozenModel):
@@ -183,6 +193,8 @@ class Recipe(FrozenModel):
     """Which correct versions become pairs."""
     synthesizer: SynthesizerSpec
     """Reasoning synthesizer."""
+    notes: NotesSpec | None = None
+    """Repair-notes corpus from the build's pairs (Fixit only; None: no notes step)."""
     export: ExportSpec = Field(default_factory=ExportSpec)
     """Parquet export."""
     training: TrainingSpec = Field(default_factory=TrainingSpec)
@@ -196,6 +208,8 @@ class Recipe(FrozenModel):
             raise ValueError("a fixit recipe needs a `teacher`")
         if self.template is Template.KERNELGEN and self.teacher is not None:
             raise ValueError("a kernelgen recipe has no repair step: remove `teacher`")
+        if self.template is Template.KERNELGEN and self.notes is not None:
+            raise ValueError("a kernelgen recipe has no (wrong, fixed) pairs to distil: remove `notes`")
         if self.synthesizer.min_chars(self.template) > self.synthesizer.max_reasoning_chars:
             raise ValueError("synthesizer: min_reasoning_chars exceeds max_reasoning_chars")
         return self
@@ -205,8 +219,9 @@ class Recipe(FrozenModel):
         return self.export.source_label or self.name
 
     def steps(self) -> tuple[str, ...]:
-        """Steps that apply to this template."""
-        return tuple(s for s in STEPS if not (s == "repair" and self.template is Template.KERNELGEN))
+        """Steps that apply to this recipe."""
+        skip = {"repair"} if self.template is Template.KERNELGEN else set()
+        return tuple(s for s in STEPS if s not in skip and not (s == "notes" and self.notes is None))
 
 
 def parse_recipe(text: str, where: str = "<recipe>") -> Recipe:

@@ -13,7 +13,7 @@ from ptxcore.schema import RetrievalCondition
 
 from .adapt_tables import by_condition, retrieval_tables, sft_tables
 from .reasoning_plot import ALL_PROBLEMS, lengths_by_problem, plot_reasoning_lengths, summarize
-from .recipes import RecipeManifest, recipe_table
+from .recipes import RecipeManifest, inference_notes, recipe_table
 from .render import Figure, ReportDoc, to_html, to_markdown
 from .subsets import TrajectorySubset, trajectory_counts
 from .tables import NO_TURN, ReportError, Table
@@ -126,6 +126,8 @@ def build_recipes_report(manifests: Sequence[RecipeManifest], out_dir: Path, tit
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     table = recipe_table(manifests)
-    notes = [f"{len(manifests)} recipes; rows = rows written to the Parquet; dropped = rows left out, by reason. "
-             "'paper rows' is the row count the paper reports for that recipe id."]
+    notes = [f"{len(manifests)} recipes; rows = rows written to the Parquet; dropped = rows left out, by reason (a "
+             "budget drop names the counter that decided it). 'paper rows' is the row count the paper reports for that "
+             "recipe id. 'token counter' is the vocabulary and chat template the 65,536-token budget was counted in; "
+             "'fallback estimate' means tiktoken decided, not Qwen's vocabulary.", *inference_notes(manifests)]
     return write_doc(ReportDoc(title=title, notes=notes, tables=[table], figures=[]), out_dir)

@@ -43,3 +43,16 @@ def test_scripted_monologues_pass_the_demo_recipes_rules():
                 rewrite = extract_reasoning(lib.response(problem, "hopper", "", index, 1).response)
                 assert judge_reasoning(first, spec, "", recipe.template)[0].value == "accepted"
                 assert judge_rewrite(rewrite, "")[0].value == "accepted" and len(rewrite) < len(first)
+
+
+def test_scripted_notes_teacher_answers_parse_for_every_demo_failure():
+    """replay/adapt-notes: one notes answer per demo failing turn (index = the wrong turn), each a valid notes object."""
+    from ptxcore.adapt.retrieval import parse_notes
+
+    notes = load_library("adapt-notes")
+    assert notes.problems() == load_library("demo").problems()
+    for problem in notes.problems():
+        assert len(notes.scripts(problem)) == 3
+        for index in range(3):
+            parsed = parse_notes(notes.response(problem, "hopper", "repair-notes", index, 0).response)
+            assert parsed.instruction_notes and parsed.summary
