@@ -418,3 +418,18 @@ def test_table_10_reads_the_data_engines_manifest_layout(tmp_path):
                                        "1 (see notes)"]]
     text = build_recipes_report([m], tmp_path / "rep10", "recipes")[0].read_text()
     assert "s5: reproduces Table 10 s5 (8ops-Pre-balanced Fixit); our inference: a rule we read into it." in text
+
+
+def test_table_4_of_our_runs_beside_the_published_ones(adapt_db, tmp_path):
+    """`--beside-published DB`: our runs' Table 4 and the authors' re-tabulated one in one report."""
+    runner = CliRunner()
+    out = tmp_path / "beside"
+    r = runner.invoke(app, ["report", "retrieval", "qwen36-27b-retrieved-notes-3prompt-mha-d128", "--db", str(adapt_db),
+                            "--beside-published", str(adapt_db), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    text = (out / "report.md").read_text()
+    assert text.count("— these runs") == 2 and text.count("— published runs") == 2
+    assert "these runs conditions: Qwen3.6-27B · notes." in text and "notes+fixed (ORACLE)" in text
+    r = runner.invoke(app, ["report", "retrieval", "--published", "--db", str(adapt_db), "--beside-published",
+                            str(adapt_db), "--out", str(out)])
+    assert r.exit_code == 2 and "--beside-published adds the authors' runs" in r.output
