@@ -1,4 +1,4 @@
-"""The adapt build as Prefect flows: `adapt-build` runs the recipe's steps (select, repair, pairs, reason,
+"""The adapt build as Prefect flows: `adapt-build` runs the recipe's steps (select, repair, pairs, notes, reason,
 export), each runnable alone; `adapt-repair` runs the repair trajectories through the campaign machinery
 (flows.campaign.run_campaign: tag limits, writer, judge selection, fan-out, resume).
 
@@ -25,17 +25,21 @@ from ptxcore.adapt import (
     ExportSummary,
     PairSummary,
     ReasonBook,
+    SelectionOutcome,
     SelectionSummary,
     SynthesisJob,
     load_recipe,
     resolve_counter,
 )
+from ptxcore.adapt.notes import NotesSummary
+from ptxcore.adapt.store import AdaptStore
 from ptxcore.agent import CampaignConfig, CampaignSummary
 from ptxcore.schema import FrozenModel
 from ptxcore.warehouse import Warehouse
 from tasks.adapt import (
     export_task,
     finish_repair_task,
+    notes_task,
     pairs_task,
     plan_repair_task,
     select_task,
@@ -82,10 +86,14 @@ class BuildSummary(FrozenModel):
     """repair (the repair campaign's summary)."""
     pairs: PairSummary | None = None
     """pairs."""
+    notes: NotesSummary | None = None
+    """notes (the repair-notes corpus)."""
     reason: ReasonSummary | None = None
     """reason."""
     export: ExportSummary | None = None
     """export."""
+    stopped: str | None = None
+    """Why the build stopped before its last step (one line); None when every step ran."""
 
 
 def _notify(step: str, done: int, total: int, last: str) -> None:
@@ -93,9 +101,21 @@ def _notify(step: str, done: int, total: int, last: str) -> None:
         listener(step, done, total, last)
 
 
+def _recorded_beside(recipe, recipe_path: str):
+    """The recipe with teacher.recorded_verdicts resolved against the recipe file's folder (as campaign files do)."""
+    teacher = recipe.teacher
+    if teacher is None or not teacher.recorded_verdicts or Path(teacher.recorded_verdicts).is_absolute():
+        return recipe
+    folder = (Path(recipe_path).parent / teacher.recorded_verdicts).resolve()
+    if not folder.is_dir():
+        raise AdaptError(f"{recipe_path}: teacher.recorded_verdicts: no such folder: {folder}")
+    return recipe.model_copy(update={"teacher": teacher.model_copy(update={"recorded_verdicts": str(folder)})})
+
+
 def build_context(recipe_path: str, warehouse: str | None = None, build_id: str | None = None) -> BuildContext:
     """The recipe, its build id and warehouse (default: runs/<first source campaign>/warehouse.duckdb)."""
     recipe, text = load_recipe(recipe_path)
+    recipe = _recorded_beside(recipe, recipe_path)
     path = warehouse or recipe.warehouse or f"runs/{recipe.selection.source_campaigns[0]}/warehouse.duckdb"
     try:
         return BuildContext(build_id=build_id or recipe.name, recipe=recipe, recipe_text=text,
@@ -136,7 +156,8 @@ def repair_flow(ctx: BuildContext, profilers: dict[str, str] | None = None, mlfl
 
 
 def _run_jobs(jobs: list[SynthesisJob], book: ReasonBook, ctx: BuildContext, client, counter, step: str) -> list:
-    """Submit the calls (at most the synthesizer's concurrency at once); record each answer as it arrives."""
+    """Submit the calls (at most the synthesizer's concurrency at once); record the answers in batches as they
+    arrive (one pair of transactions per batch, at most every 2 s)."""
     spec = ctx.recipe.synthesizer
     done: list = []
     if not jobs:
@@ -149,12 +170,22 @@ def _run_jobs(jobs: list[SynthesisJob], book: ReasonBook, ctx: BuildContext, cli
         pending = list(futures)
         while pending:
             finished, not_done = wait(pending, timeout=2)
-            for future in finished:
-                record = book.record(futures[future], future.result(), counter)
+            batch = [(futures[f], f.result()) for f in finished]
+            for record in book.record_many(batch, counter) if batch else []:
                 done.append(record)
                 _notify(step, len(done), len(jobs), f"{record.pair_id}: {record.status.value}")
             pending = list(not_done)
     return done
+
+
+def notes_step(ctx: BuildContext, out: str) -> NotesSummary:
+    """The build's pairs -> its notes corpus, through the notes teacher (litellm, or replay)."""
+    spec = ctx.recipe.notes
+    if spec is None:
+        raise AdaptError(f"recipe {ctx.recipe.name} has no notes section")
+    client = make_client(spec.teacher, "notes.teacher")
+    ensure_limits({llm_tag(spec.teacher.model): spec.teacher.concurrency})
+    return notes_task.with_options(tags=[llm_tag(spec.teacher.model)])(ctx, client, out)
 
 
 def reason_step(ctx: BuildContext) -> ReasonSummary:
@@ -169,7 +200,7 @@ def reason_step(ctx: BuildContext) -> ReasonSummary:
         book = ReasonBook(wh, ctx)
         records = _run_jobs(book.synthesis_jobs(), book, ctx, client, counter, "reason")
         jobs, hopeless = book.resynthesis_jobs(counter)
-        records += [book.record(None, h) for h in hopeless]
+        records += book.record_many([(None, h) for h in hopeless])
         records += _run_jobs(jobs, book, ctx, client, counter, "resynthesize")
         accepted = book.accepted_pairs()
     statuses: dict[str, int] = {}
@@ -184,26 +215,68 @@ def _flow_run_name() -> str:
     return f"adapt build {params.get('build_id') or Path(str(params.get('recipe_path', ''))).stem}"
 
 
+def unjudgeable(ctx: BuildContext, profilers: dict[str, str] | None, judge_plugin: str | None) -> str | None:
+    """One line when no repair could be judged here (no GPU, no service, no recorded verdicts), else None."""
+    from ptxcore.judge import NoGpuJudge
+
+    from .campaign import select_judges
+
+    with Warehouse(ctx.warehouse, read_only=True) as wh:
+        items = AdaptStore(wh, ctx.build_id).selections(SelectionOutcome.SELECTED)
+    teacher = ctx.recipe.teacher
+    arches = sorted({i.arch for i in items})
+    if teacher is None or not arches:
+        return None
+    config = CampaignConfig(name=ctx.repair_campaign_id, models=[teacher.model], architectures=arches,
+                            problems=sorted({i.problem for i in items}), profilers=teacher.profilers,
+                            recorded_verdicts=teacher.recorded_verdicts)
+    blind = [a for a, j in select_judges(config, profilers, judge_plugin).items() if isinstance(j, NoGpuJudge)]
+    if not blind:
+        return None
+    return (f"build {ctx.build_id}: nothing can judge the repairs here: no {', '.join(blind)} GPU, no --profiler and no "
+            "teacher.recorded_verdicts, so every repair turn would be NOT_EVALUATED and no pair could be kept "
+            "(run on a GPU host, pass --profiler URL, or name a recorded-verdict folder)")
+
+
 @flow(name="adapt-build", flow_run_name=_flow_run_name, log_prints=False)
 def adapt_build_flow(recipe_path: str, steps: list[str] | None = None, warehouse: str | None = None,
                      build_id: str | None = None, out_dir: str | None = None, profilers: dict[str, str] | None = None,
                      mlflow_tracking_uri: str | None = None, judge_plugin: str | None = None) -> BuildSummary:
-    """Run (or resume) the recipe's steps; returns what each reported."""
+    """Run (or resume) the recipe's steps; returns what each reported, and where it stopped (if it did)."""
     ctx = build_context(recipe_path, warehouse, build_id)
     todo = resolve_steps(ctx, steps)
     out = out_dir or str(Path(ctx.warehouse).parent / "adapt" / ctx.build_id)
     summary: dict[str, object] = {}
+    done: list[str] = []
     for step in todo:
         _notify(step, 0, 0, "starting")
-        if step == "select":
-            summary["selection"] = select_task(ctx)
-        elif step == "repair":
-            summary["repair"] = repair_flow(ctx, profilers, mlflow_tracking_uri, judge_plugin)
-        elif step == "pairs":
-            summary["pairs"] = pairs_task(ctx)
-        elif step == "reason":
-            summary["reason"] = reason_step(ctx)
-        else:
-            summary["export"] = export_task(ctx, out)
-        _notify(step, 1, 1, "done")
-    return BuildSummary(build_id=ctx.build_id, warehouse=ctx.warehouse, steps=todo, **summary)
+        stopped = _step(step, ctx, summary, out, profilers, mlflow_tracking_uri, judge_plugin)
+        done.append(step)
+        _notify(step, 1, 1, "stopped" if stopped else "done")
+        if stopped:
+            return BuildSummary(build_id=ctx.build_id, warehouse=ctx.warehouse, steps=done, stopped=stopped, **summary)
+    return BuildSummary(build_id=ctx.build_id, warehouse=ctx.warehouse, steps=done, **summary)
+
+
+def _step(step: str, ctx: BuildContext, summary: dict[str, object], out: str, profilers, mlflow_uri, plugin) -> str | None:
+    """Run one step into `summary`; returns why the build stops after it (None: go on)."""
+    if step == "select":
+        summary["selection"] = result = select_task(ctx)
+        return result.refusal or None
+    if step == "repair":
+        blocked = unjudgeable(ctx, profilers, plugin)
+        if blocked:
+            return blocked
+        summary["repair"] = repair_flow(ctx, profilers, mlflow_uri, plugin)
+        return None
+    if step == "pairs":
+        summary["pairs"] = result = pairs_task(ctx)
+        return result.refusal or None
+    if step == "notes":
+        summary["notes"] = notes_step(ctx, out)
+        return None
+    if step == "reason":
+        summary["reason"] = reason_step(ctx)
+        return None
+    summary["export"] = export_task(ctx, out)
+    return None

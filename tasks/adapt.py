@@ -25,6 +25,7 @@ from ptxcore.adapt import (
     run_select,
 )
 from ptxcore.adapt.models import RepairRecord
+from ptxcore.adapt.notes import NotesSummary, run_notes
 from ptxcore.adapt.recipe import SynthesizerSpec
 from ptxcore.agent.records import now_iso
 from ptxcore.agent.types import LLMClient
@@ -53,6 +54,13 @@ def finish_repair_task(ctx: BuildContext) -> list[RepairRecord]:
 def pairs_task(ctx: BuildContext) -> PairSummary:
     with Warehouse(ctx.warehouse) as wh:
         return run_pairs(wh, ctx)
+
+
+@task(name="adapt-notes", task_run_name="notes {ctx.build_id}", cache_policy=NO_CACHE, retries=0)
+def notes_task(ctx: BuildContext, client: LLMClient, out_dir: str) -> NotesSummary:
+    """Distil the build's pairs into its repair-notes corpus (resumable; the client retries its own calls)."""
+    with Warehouse(ctx.warehouse) as wh:
+        return run_notes(wh, ctx, client, Path(out_dir))
 
 
 @task(name="adapt-synthesize", task_run_name="synthesize {label}", cache_policy=NO_CACHE, retries=0)

@@ -48,7 +48,7 @@ def _precheck(ctx, steps: list[str]) -> None:
 @one_line_errors
 def build_command(
     recipe: str = typer.Argument(..., help="Recipe file (campaigns/adapt/*.yaml)."),
-    steps: str = typer.Option(None, "--steps", help="Comma-separated steps (select,repair,pairs,reason,export); default all."),
+    steps: str = typer.Option(None, "--steps", help="Comma-separated steps (select,repair,pairs,notes,reason,export); default all."),
     warehouse: str = typer.Option(None, "--warehouse", help="DuckDB file with the source campaigns."),
     build_id: str = typer.Option(None, "--build-id", help="Build id (default: the recipe name); rerun to resume."),
     out: str = typer.Option(None, "--out", help="Export folder (default: <warehouse folder>/adapt/<build id>)."),
@@ -77,6 +77,8 @@ def build_command(
         typer.echo(json.dumps(summary.model_dump(mode="json"), indent=1))
     else:
         _print_summary(summary)
+    if summary.stopped:
+        raise UserError(summary.stopped)
 
 
 def _run_with_progress(**params):
@@ -134,13 +136,19 @@ def _print_summary(s) -> None:
         out.print(f"pairs: {s.pairs.pairs} kept from {s.pairs.repairs} sources ({s.pairs.repairs_fixed} with a pair); "
                   f"candidates {_counts(s.pairs.statuses)}; repair turns {_counts(s.pairs.repair_turn_statuses)}",
                   markup=False)
+    if s.notes:
+        n = s.notes
+        out.print(f"notes: collection {n.collection_id}: {n.records} records from {n.pairs} pairs ({n.distilled} "
+                  f"distilled this run, {len(n.refused)} refused){' -> ' + n.jsonl if n.jsonl else ''}", markup=False)
     if s.reason:
         out.print(f"reason: {s.reason.calls} synthesizer calls this run ({_counts(s.reason.statuses)}); "
                   f"{s.reason.accepted_pairs} of {s.reason.pairs} pairs have an accepted monologue", markup=False)
     if s.export:
         e = s.export
-        out.print(f"export: {e.rows} rows -> {e.parquet} (sha256 {e.parquet_sha256})\n  manifest {e.manifest}\n"
-                  f"  dropped: {_counts(e.dropped)}; tokenizer {e.tokenizer}{'; ' + e.tokenizer_note if e.tokenizer_note else ''}",
+        counted = f"{e.tokenizer}{' (fallback estimate)' if e.tokenizer_fallback else ''}"
+        out.print(f"export: {e.rows} rows -> {e.parquet} (sha256 {e.parquet_sha256})\n"
+                  f"  prompt-completion (TRL) {e.prompt_completion}\n  manifest {e.manifest}\n"
+                  f"  dropped: {_counts(e.dropped)}; counted by {counted}{'; ' + e.tokenizer_note if e.tokenizer_note else ''}",
                   markup=False)
 
 
@@ -158,13 +166,25 @@ def validate_command(recipe: str = typer.Argument(..., help="Recipe file.")) -> 
         raise UserError(str(exc)) from exc
     sel = r.selection
     typer.echo(f"{recipe}: {r.name} ({r.config_label or 'no label'}): {r.template.value}, steps {', '.join(r.steps())}")
+    if r.reproduces:
+        typer.echo(f"  reproduces {r.reproduces}")
+    for rule in r.our_inference:
+        typer.echo(f"  our inference: {rule}")
     typer.echo(f"  sources {', '.join(sel.source_campaigns)}; problems {', '.join(sel.problem_names())}")
-    typer.echo(f"  turns {sel.source_turns[0]}-{sel.source_turns[1]}; variants {', '.join(variants) if variants else 'all'}")
+    typer.echo(f"  turns {sel.source_turns[0]}-{sel.source_turns[1]}; variants {_variants_text(variants)}")
     cap = f"cap {sel.per_problem_cap} per problem ({sel.balance.value}-balanced)" if sel.per_problem_cap else "no cap"
     typer.echo(f"  {cap}, strata {', '.join(sel.strata)}, seed {sel.seed}")
     if r.teacher:
         typer.echo(f"  teacher {r.teacher.model.model}: {r.teacher.turns} turns, stop at speedup {r.teacher.target_speedup}")
     typer.echo(f"  synthesizer {r.synthesizer.model.model}; budget {r.export.max_tokens} tokens ({r.export.tokenizer})")
+
+
+def _variants_text(variants) -> str:
+    from ptxcore.adapt.spec import DirectionVariants
+
+    if isinstance(variants, DirectionVariants):
+        return f"forward problems {', '.join(variants.forward)}; backward problems {', '.join(variants.backward)}"
+    return ", ".join(variants) if variants else "all"
 
 
 @app.command("status")

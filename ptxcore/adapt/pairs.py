@@ -39,6 +39,8 @@ class PairSummary(FrozenModel):
     """Pair candidates per status."""
     by_problem: list[ProblemBalance] = Field(default_factory=list)
     """Per problem, after a post-balance cap."""
+    refusal: str = ""
+    """Why no pair was kept (one line; empty when some were): the build stops there."""
 
 
 def pair_id(source: TurnRecord, correct: TurnRecord) -> str:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from ptxcore.agent.campaign import ConcurrencySpec, ModelSpec
 from ptxcore.agent.types import MAX_MODEL_CALLS, ContextPolicy
@@ -23,8 +23,8 @@ from .errors import AdaptError
 from .spec import SelectionSpec, Template
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-STEPS = ("select", "repair", "pairs", "reason", "export")
-"""The build's steps, in order; each can run alone."""
+STEPS = ("select", "repair", "pairs", "notes", "reason", "export")
+"""The build's steps, in order; each can run alone (`notes` only in a Fixit recipe with a `notes` section)."""
 
 
 class TeacherSpec(FrozenModel):
@@ -42,6 +42,19 @@ class TeacherSpec(FrozenModel):
     """Trajectories in flight, parallel builds, judge slots per architecture."""
     profilers: dict[str, str] = Field(default_factory=dict)
     """Per architecture: profiling-service URL or `prefect` (as in campaign files)."""
+    recorded_verdicts: str | None = None
+    """A recorded-verdict folder (as a campaign file's `recorded_verdicts`, relative to the recipe file): where no GPU
+    judges, a repair kernel recorded there gets that verdict, marked recorded; any other is NOT_EVALUATED."""
+
+
+class NotesSpec(FrozenModel):
+    """Repair-notes distillation (paper Table 4): the build's (wrong, fixed) pairs -> a notes corpus a campaign
+    retrieves from (`repair_retrieval: {notes: "warehouse:<collection>"}`)."""
+
+    teacher: ModelSpec
+    """litellm model that writes the notes (GLM-5.2 in the authors' collect_kernel_fix_notes.py), or replay/<library>."""
+    collection: str = Field(default="", pattern=r"^$|^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+    """Warehouse collection id (default `<build id>-notes`)."""
 
 
 class PairSpec(FrozenModel):
@@ -55,23 +68,51 @@ class PairSpec(FrozenModel):
     """Keep only versions whose target instructions executed (dynamic evidence)."""
 
 
+# The authors' acceptance rules (github.com/zhang677/PTXBench at 491860bd3e587eda230ab426b086f31b2da4aa12):
+# Fixit: packages/mini-ptx-agent/fib_runtime/multiturn/construct_eval_scripts/fixit_downstream_process.py,
+#   --min-reasoning-chars 2000, --max-reasoning-chars 190000, --max-passes 20 (synthesis passes over the pairs
+#   still without a monologue); its prompt v1_trajectory_adopted (fix_kernels/synthesize_pair_reasoning_openrouter.py)
+#   targets 40,000 characters.
+# KernelGen: experiments/kernelgen/synthesize-full.yaml, min_reasoning_chars 200, max_reasoning_chars 190000, one pass
+#   (task_to_correct_kernels/synthesize_correct_kernel_reasoning_openrouter.py; its prompt also targets 40,000).
+MIN_REASONING_CHARS = {Template.FIXIT: 2_000, Template.KERNELGEN: 200}
+"""Shortest accepted monologue per template (the authors' configs, above)."""
+MAX_REASONING_CHARS = 190_000
+"""Longest accepted monologue (both templates)."""
+SYNTHESIS_ATTEMPTS = {Template.FIXIT: 20, Template.KERNELGEN: 1}
+"""Synthesis calls per pair while none is usable: the authors' Fixit passes (20) and KernelGen's single pass."""
+TARGET_REASONING_CHARS = 40_000
+"""The length the request asks for (both of the authors' prompts)."""
+
+
 class SynthesizerSpec(FrozenModel):
-    """The reasoning synthesizer and its acceptance rules."""
+    """The reasoning synthesizer and its acceptance rules (None: the template's rule, from the authors' configs)."""
 
     model: ModelSpec
     """litellm model (GLM-5.2, or the adapted model itself for s6), or replay/<library>."""
-    min_reasoning_chars: int = Field(default=200, ge=1)
-    """Shorter monologues are rejected."""
-    max_reasoning_chars: int = Field(default=190_000, ge=1)
+    min_reasoning_chars: int | None = Field(default=None, ge=1)
+    """Shorter monologues are rejected (None: 2,000 for Fixit, 200 for KernelGen)."""
+    max_reasoning_chars: int = Field(default=MAX_REASONING_CHARS, ge=1)
     """Longer monologues are rejected."""
-    max_attempts: int = Field(default=1, ge=1, le=5)
-    """Synthesis calls per pair while none is accepted (a failed call is not an attempt)."""
+    target_reasoning_chars: int = Field(default=TARGET_REASONING_CHARS, ge=1)
+    """Length the request asks for (the monologue is told not to mention it)."""
+    max_attempts: int | None = Field(default=None, ge=1, le=50)
+    """Synthesis calls per pair while none is usable (None: 20 for Fixit, 1 for KernelGen; a failed call is no
+    attempt)."""
     resynthesize_over_budget: bool = True
-    """Rewrite an accepted monologue whose row exceeds the export's token budget."""
+    """Rewrite a monologue whose row exceeds the export's token budget, or that holds a forbidden delimiter."""
     safety_tokens: int = Field(default=1024, ge=0)
     """Head-room kept below the budget when asking for a rewrite."""
     min_target_ratio: float = Field(default=0.95, gt=0, le=1)
     """A rewrite is asked for between this fraction and all of the room left."""
+
+    def min_chars(self, template: Template) -> int:
+        """The shortest accepted monologue for `template`."""
+        return self.min_reasoning_chars if self.min_reasoning_chars is not None else MIN_REASONING_CHARS[template]
+
+    def attempts(self, template: Template) -> int:
+        """Synthesis calls per pair for `template`."""
+        return self.max_attempts if self.max_attempts is not None else SYNTHESIS_ATTEMPTS[template]
 
 
 class ExportSpec(FrozenModel):
@@ -112,6 +153,16 @@ class TrainingSpec(FrozenModel):
     """Chat renderer of the reference trainer."""
     shuffle_seed: int = 0
     """Trainer's shuffle seed."""
+    optimizer: Literal["adam"] = "adam"
+    """Optimizer (the paper: Adam)."""
+    adam_beta1: float = Field(default=0.9, gt=0, lt=1)
+    """Adam beta1 (the paper's setting)."""
+    adam_beta2: float = Field(default=0.95, gt=0, lt=1)
+    """Adam beta2 (the paper's setting)."""
+    adam_eps: float = Field(default=1e-8, gt=0)
+    """Adam epsilon (the paper's setting; the authors' training script passes none, so Tinker's default applied)."""
+    save_every_steps: int = Field(default=50, ge=1)
+    """Checkpoint interval in optimizer steps (the authors' fixit_downstream_process.py: save_every=50)."""
 
 
 class Recipe(FrozenModel):
@@ -125,6 +176,11 @@ class Recipe(FrozenModel):
     """Table 10's configuration name, e.g. 8ops-Pre-balanced."""
     paper_rows: int | None = Field(default=None, ge=0)
     """Rows the paper reports for this recipe (for comparison in reports)."""
+    reproduces: str = Field(default="", max_length=1000)
+    """Which paper configuration this recipe reproduces (Table 10 row, the authors' pipeline stages), one line."""
+    our_inference: list[Annotated[str, StringConstraints(min_length=1, max_length=500)]] = Field(default_factory=list)
+    """Rules of this recipe that are our inference rather than the paper's or the authors' code (one line each);
+    the manifest and Table 10 carry them."""
     template: Template
     """fixit or kernelgen."""
     warehouse: str | None = None
@@ -137,6 +193,8 @@ class Recipe(FrozenModel):
     """Which correct versions become pairs."""
     synthesizer: SynthesizerSpec
     """Reasoning synthesizer."""
+    notes: NotesSpec | None = None
+    """Repair-notes corpus from the build's pairs (Fixit only; None: no notes step)."""
     export: ExportSpec = Field(default_factory=ExportSpec)
     """Parquet export."""
     training: TrainingSpec = Field(default_factory=TrainingSpec)
@@ -150,7 +208,9 @@ class Recipe(FrozenModel):
             raise ValueError("a fixit recipe needs a `teacher`")
         if self.template is Template.KERNELGEN and self.teacher is not None:
             raise ValueError("a kernelgen recipe has no repair step: remove `teacher`")
-        if self.synthesizer.min_reasoning_chars > self.synthesizer.max_reasoning_chars:
+        if self.template is Template.KERNELGEN and self.notes is not None:
+            raise ValueError("a kernelgen recipe has no (wrong, fixed) pairs to distil: remove `notes`")
+        if self.synthesizer.min_chars(self.template) > self.synthesizer.max_reasoning_chars:
             raise ValueError("synthesizer: min_reasoning_chars exceeds max_reasoning_chars")
         return self
 
@@ -159,8 +219,9 @@ class Recipe(FrozenModel):
         return self.export.source_label or self.name
 
     def steps(self) -> tuple[str, ...]:
-        """Steps that apply to this template."""
-        return tuple(s for s in STEPS if not (s == "repair" and self.template is Template.KERNELGEN))
+        """Steps that apply to this recipe."""
+        skip = {"repair"} if self.template is Template.KERNELGEN else set()
+        return tuple(s for s in STEPS if s not in skip and not (s == "notes" and self.notes is None))
 
 
 def parse_recipe(text: str, where: str = "<recipe>") -> Recipe:

@@ -16,6 +16,7 @@ import yaml
 from pydantic import Field
 
 from ptxcore.agent import AgentConfig, CampaignConfig, TrajectoryPlan
+from ptxcore.agent.feedback import clean_log
 from ptxcore.schema import FrozenModel, Language, TurnRecord
 
 from .errors import AdaptError
@@ -71,7 +72,7 @@ def repair_prompt(item: SelectionRecord, source: TurnRecord) -> SourcePrompt:
     if source.kernel_text is None:
         raise AdaptError(f"{item.item_id}: the selected turn has no kernel")
     base = checked_source_prompt(item)
-    user = repair_user_message(base.user, source.kernel_text, source.feedback)
+    user = repair_user_message(base.user, source.kernel_text, clean_log(source.feedback))
     return SourcePrompt(system=base.system, user=user, sha256=prompt_sha256(base.system, user))
 
 
@@ -88,7 +89,7 @@ def repair_config(build_id: str, teacher: TeacherSpec, items: Sequence[Selection
         problems=sorted({i.problem for i in items}), prompt_variants=sorted({i.prompt_variant for i in items}),
         trajectories=1, turns=teacher.turns, target_speedup=teacher.target_speedup,
         context_policy=teacher.context_policy, concurrency=teacher.concurrency, profilers=teacher.profilers,
-        warehouse=warehouse)
+        warehouse=warehouse, recorded_verdicts=teacher.recorded_verdicts)
     text = yaml.safe_dump(config.model_dump(mode="json", exclude_defaults=True), sort_keys=True)
     return config, text
 

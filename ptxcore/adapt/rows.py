@@ -3,17 +3,23 @@
 Fixit:     system / first user of the failing trajectory / its wrong answer / the feedback it got /
            `<think>reasoning</think>` + the repaired kernel in a ```cpp block      (loss on the last only)
 KernelGen: system / first user / `<think>reasoning</think>` + the strong model's whole correct answer
-The metadata is flat (one Parquet struct with a fixed schema) and holds the sha256 of every part.
+Every row's messages are what the trainer's chat template renders and parses back (chat.round_trip, as the
+authors' builders write them), and the feedback is the model-facing text (ptxcore.agent.feedback.clean_log: no
+traceback of ours, no host path). The metadata is flat (one Parquet struct with a fixed schema) and holds the
+sha256 of every part. `prompt_completion` is the same row in TRL's conversational prompt-completion form.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from pydantic import Field
 
+from ptxcore.agent.feedback import clean_log
 from ptxcore.schema import FrozenModel, TurnRecord, text_sha256
 
+from .chat import ChatRenderer, round_trip
 from .models import PairRecord, ReasoningRecord, SftMessage, SftRow
 from .repair import SourcePrompt
 from .spec import Template
@@ -36,7 +42,7 @@ METADATA_FIELDS: dict[str, type] = {
     "reasoning_response_sha256": str, "reasoning_chars": int,
     "system_sha256": str, "task_sha256": str, "wrong_answer_sha256": str, "wrong_feedback_sha256": str,
     "reasoning_sha256": str, "correct_answer_sha256": str, "final_message_sha256": str, "messages_sha256": str,
-    "total_tokens": int, "tokenizer": str,
+    "total_tokens": int, "tokenizer": str, "chat_template": str, "chat_template_char_delta": int,
 }
 """Every metadata key and its type (the Parquet schema of the `metadata` struct); absent values are null."""
 
@@ -78,28 +84,52 @@ def row_id(source_label: str, pair: PairRecord) -> str:
     return f"{source_label}-{pair.problem}-{pair.pair_id}"
 
 
-def _messages(inp: RowInputs, reasoning: str) -> list[SftMessage]:
+def _parts(inp: RowInputs, reasoning: str) -> list[tuple[str, str]]:
     p = inp.prompt
     if inp.pair.template is Template.FIXIT:
         final = final_fixit(reasoning, inp.correct.kernel_text or "")
-        parts = [("system", p.system), ("user", p.user), ("assistant", inp.source.response_text),
-                 ("user", inp.source.feedback), ("assistant", final)]
-    else:
-        parts = [("system", p.system), ("user", p.user),
-                 ("assistant", final_kernelgen(reasoning, inp.correct.response_text))]
-    return [SftMessage(role=r, content=c, step_loss_mask=int(i == len(parts) - 1)) for i, (r, c) in enumerate(parts)]
+        return [("system", p.system), ("user", p.user), ("assistant", inp.source.response_text),
+                ("user", clean_log(inp.source.feedback)), ("assistant", final)]
+    return [("system", p.system), ("user", p.user), ("assistant", final_kernelgen(reasoning, inp.correct.response_text))]
 
 
-def message_dicts(inp: RowInputs, reasoning: str | None = None) -> list[dict[str, str]]:
+def _messages(inp: RowInputs, reasoning: str, renderer: ChatRenderer | None) -> list[SftMessage]:
+    parts = _parts(inp, reasoning)
+    contents = [c for _, c in parts]
+    if renderer is not None:
+        contents = round_trip(renderer, [{"role": r, "content": c} for r, c in parts])
+    return [SftMessage(role=r, content=c, step_loss_mask=int(i == len(parts) - 1))
+            for i, ((r, _), c) in enumerate(zip(parts, contents, strict=True))]
+
+
+def message_dicts(inp: RowInputs, reasoning: str | None = None,
+                  renderer: ChatRenderer | None = None) -> list[dict[str, str]]:
     """The row's messages as role/content dicts (for counting), optionally with another monologue."""
     text = inp.reasoning.reasoning if reasoning is None else reasoning
-    return [{"role": m.role, "content": m.content} for m in _messages(inp, text)]
+    return [{"role": m.role, "content": m.content} for m in _messages(inp, text, renderer)]
+
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def portable_source(source: str | None) -> str | None:
+    """A recorded-verdict folder as rows may carry it: repository-relative (or working-directory-relative) when it
+    lies inside, else `recorded-set:<folder name>`; never a build machine's absolute path."""
+    if not source:
+        return None
+    path = Path(source)
+    if not path.is_absolute():
+        return path.as_posix()
+    for root in (REPO_ROOT, Path.cwd().resolve()):
+        if path.is_relative_to(root):
+            return path.relative_to(root).as_posix()
+    return f"recorded-set:{path.name}"
 
 
 def _recorded_from(turn: TurnRecord) -> str | None:
     """The recorded-verdict folder a turn's verdict was reused from (route recorded:); None when judged live."""
     rec = turn.judge.recorded if turn.judge is not None else None
-    return rec.source if rec is not None else None
+    return portable_source(rec.source) if rec is not None else None
 
 
 def _metadata(inp: RowInputs, messages: list[SftMessage]) -> dict:
@@ -133,8 +163,18 @@ def _metadata(inp: RowInputs, messages: list[SftMessage]) -> dict:
     return {k: meta.get(k) for k in METADATA_FIELDS}
 
 
-def build_row(inp: RowInputs) -> SftRow:
-    """The training row (ids: `<source label>-<problem>-<pair id>`)."""
-    messages = _messages(inp, inp.reasoning.reasoning)
+def build_row(inp: RowInputs, renderer: ChatRenderer | None = None) -> SftRow:
+    """The training row (ids: `<source label>-<problem>-<pair id>`), round-tripped through `renderer`'s template."""
+    messages = _messages(inp, inp.reasoning.reasoning, renderer)
+    raw = sum(len(c) for _, c in _parts(inp, inp.reasoning.reasoning))
+    extra = {"chat_template": renderer.label if renderer is not None else None,
+             "chat_template_char_delta": sum(len(m.content) for m in messages) - raw, **inp.extra}
     return SftRow(id=row_id(inp.source_label, inp.pair), template=inp.pair.template, messages=messages,
-                  metadata=_metadata(inp, messages))
+                  metadata=_metadata(inp.model_copy(update={"extra": extra}), messages))
+
+
+def prompt_completion(row: SftRow) -> dict:
+    """TRL's conversational prompt-completion form: `prompt` = every message before the supervised one,
+    `completion` = the supervised assistant message (SFTTrainer then computes loss on the completion only)."""
+    as_dicts = [{"role": m.role, "content": m.content} for m in row.messages]
+    return {"id": row.id, "prompt": as_dicts[:-1], "completion": as_dicts[-1:]}

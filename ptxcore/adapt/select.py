@@ -16,9 +16,8 @@ from pydantic import Field
 from ptxcore.schema import EvaluationStatus, FrozenModel, TargetInstruction, TurnRecord, text_sha256
 
 from .balance import ProblemBalance, balance
-from .errors import AdaptError
 from .models import SelectionOutcome, SelectionRecord, TurnRef
-from .spec import BalancePoint, SelectionSpec, Template
+from .spec import BalancePoint, DirectionVariants, SelectionSpec, Template, admitted_variants
 
 Outcome = SelectionOutcome
 
@@ -36,6 +35,8 @@ class SelectionSummary(FrozenModel):
     """Turns per outcome."""
     by_problem: list[ProblemBalance] = Field(default_factory=list)
     """Per-problem counts (after the cap, when there is one)."""
+    refusal: str = ""
+    """Why nothing was selected (one line; empty when something was): the build stops there."""
 
 
 def item_id(campaign_id: str, trajectory_id: str, turn: int) -> str:
@@ -72,14 +73,15 @@ def _kind_rule(record: TurnRecord, spec: SelectionSpec, template: Template) -> O
 
 
 def first_failed_rule(record: TurnRecord, spec: SelectionSpec, template: Template,
-                      variants: set[str] | None) -> Outcome | None:
+                      variants: Sequence[str] | DirectionVariants | None) -> Outcome | None:
     """The first selection rule the turn fails, or None when it qualifies (before any cap)."""
     first, last = spec.source_turns
     if spec.source_model is not None and record.model != spec.source_model:
         return Outcome.WRONG_MODEL
     if record.problem not in spec.problem_names():
         return Outcome.OUT_OF_SCOPE
-    if variants is not None and record.prompt_variant not in variants:
+    admitted = admitted_variants(variants, record.problem)
+    if admitted is not None and record.prompt_variant not in admitted:
         return Outcome.WRONG_VARIANT
     if not first <= record.turn <= last:
         return Outcome.OUTSIDE_TURN_WINDOW
@@ -110,11 +112,10 @@ def _record(build_id: str, rec: TurnRecord, spec: SelectionSpec, outcome: Outcom
 
 
 def select_turns(build_id: str, turns: Iterable[TurnRecord], spec: SelectionSpec, template: Template,
-                 variants: Sequence[str] | None) -> tuple[list[SelectionRecord], SelectionSummary]:
-    """Every turn with its outcome, and the summary. Raises AdaptError when nothing qualifies."""
-    admitted = set(variants) if variants is not None else None
+                 variants: Sequence[str] | DirectionVariants | None) -> tuple[list[SelectionRecord], SelectionSummary]:
+    """Every turn with its outcome, and the summary (with a refusal when nothing qualifies)."""
     turns = sorted(turns, key=lambda r: r.key)
-    failed = {r.key: first_failed_rule(r, spec, template, admitted) for r in turns}
+    failed = {r.key: first_failed_rule(r, spec, template, variants) for r in turns}
     qualifying = [r for r in turns if failed[r.key] is None]
     ranks: dict[str, int] = {}
     by_problem: list[ProblemBalance] = []
@@ -141,6 +142,6 @@ def select_turns(build_id: str, turns: Iterable[TurnRecord], spec: SelectionSpec
                                selected=sum(r.outcome is Outcome.SELECTED for r in records),
                                outcomes=dict(Counter(r.outcome.value for r in records)), by_problem=by_problem)
     if summary.selected == 0:
-        raise AdaptError(f"selection is empty: 0 of {len(records)} source turns qualify "
-                         f"({', '.join(f'{k}: {v}' for k, v in sorted(summary.outcomes.items()))})")
+        summary = summary.model_copy(update={"refusal": f"selection is empty: 0 of {len(records)} source turns "
+                                             f"qualify ({', '.join(f'{k}: {v}' for k, v in sorted(summary.outcomes.items()))})"})
     return records, summary

@@ -8,6 +8,7 @@ allocation over (error type, turn) strata. KernelGen selects correct, target-exe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Literal
 
@@ -29,7 +30,53 @@ NOT_FAILURES = (EvaluationStatus.PASSED, EvaluationStatus.EXTRACTION_ERROR, Eval
 """Never failure labels: a pass, a turn without a kernel to fix, our own fault, no verdict."""
 PATTERN_HINTED = "pattern-hinted"
 """Keyword for `prompt_variants`: every variant whose knowledge-pack level includes a pattern."""
+PAPER_HINTED = "paper-hinted"
+"""Keyword for `prompt_variants`: the authors' per-direction hinted variants, in our names (PAPER_VARIANTS)."""
 Stratum = Literal["error_type", "turn", "prompt_variant"]
+Direction = Literal["forward", "backward"]
+
+
+def direction(problem: str) -> Direction:
+    """The authors' rule (filter_fixit_error_kernels_by_prompt_tag.py, allowed_prompt_tags): a definition whose
+    name starts with mha_bwd is a backward problem, every other one forward."""
+    return "backward" if problem.startswith("mha_bwd") else "forward"
+
+
+def _known_variants(v: list[str]) -> list[str]:
+    from ptxcore.prompts import UnknownVariantError, load_variant
+
+    for name in v:
+        try:
+            load_variant(name)
+        except UnknownVariantError as exc:
+            raise ValueError(str(exc).strip("'")) from None
+    return v
+
+
+class DirectionVariants(FrozenModel):
+    """Prompt variants admitted per problem direction (forward and backward problems mine different variants)."""
+
+    forward: list[str] = Field(min_length=1)
+    """Variants whose failures are mined on forward problems."""
+    backward: list[str] = Field(min_length=1)
+    """Variants whose failures are mined on backward problems (names starting with mha_bwd)."""
+
+    @field_validator("forward", "backward")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        return _known_variants(v)
+
+    def admitted(self, problem: str) -> list[str]:
+        return self.forward if direction(problem) == "forward" else self.backward
+
+
+PAPER_VARIANTS = DirectionVariants.model_construct(forward=["hopper-pack-fa-fwd"],
+                                                  backward=["hopper-pack-fa-bwd", "hopper-pack-fa-bwd-fwd"])
+"""The authors keep failures of hopper-07 / hopper-08 on forward and hopper-012 / hopper-013 on backward problems
+(FWD_PROMPT_TAGS, BWD_PROMPT_TAGS in filter_fixit_error_kernels_by_prompt_tag.py, zhang677/PTXBench at 491860bd);
+hub.json builds them as hopper-no-hint plus one pattern (fa3_fwd_v0 / v1; fa3_bwd_2ker, fa3_bwd_2ker_fwd_v0). Ours:
+the unguided full pack plus our forward schedule (one, where they have two) or our backward principles."""
+
 
 
 class Template(StrEnum):
@@ -65,8 +112,9 @@ class SelectionSpec(FrozenModel):
     """Keep only answers whose text ends with a closing code fence (a truncated answer is no kernel)."""
     source_turns: tuple[int, int] = (0, 4)
     """Inclusive window of 0-based source turns."""
-    prompt_variants: list[str] | Literal["pattern-hinted"] | None = PATTERN_HINTED
-    """Prompt variant names, `pattern-hinted`, or None for every variant."""
+    prompt_variants: list[str] | Literal["pattern-hinted", "paper-hinted"] | DirectionVariants | None = PATTERN_HINTED
+    """Prompt variant names, `pattern-hinted`, `paper-hinted` (the authors' per-direction variants), a
+    {forward: [...], backward: [...]} mapping, or None for every variant."""
     problems: Literal["4ops", "8ops"] | list[str] = "8ops"
     """Problem scope: a named scope or a list of definition names."""
     per_problem_cap: int | None = Field(default=33, ge=1)
@@ -110,17 +158,8 @@ class SelectionSpec(FrozenModel):
 
     @field_validator("prompt_variants")
     @classmethod
-    def _variants(cls, v: str | list[str] | None) -> str | list[str] | None:
-        if not isinstance(v, list):
-            return v
-        from ptxcore.prompts import UnknownVariantError, load_variant
-
-        for name in v:
-            try:
-                load_variant(name)
-            except UnknownVariantError as exc:
-                raise ValueError(str(exc).strip("'")) from None
-        return v
+    def _variants(cls, v: object) -> object:
+        return _known_variants(v) if isinstance(v, list) else v
 
     @field_validator("source_turns")
     @classmethod
@@ -148,9 +187,9 @@ class SelectionSpec(FrozenModel):
         """The scope as definition names."""
         return list(SCOPES[self.problems]) if isinstance(self.problems, str) else list(self.problems)
 
-    def resolved(self, variant_names: list[str]) -> SelectionSpec:
+    def resolved(self, variants: list[str] | DirectionVariants) -> SelectionSpec:
         """The spec with keywords replaced by names (this is what a build records)."""
-        return self.model_copy(update={"problems": self.problem_names(), "prompt_variants": variant_names})
+        return self.model_copy(update={"problems": self.problem_names(), "prompt_variants": variants})
 
 
 def pattern_hinted_variants() -> list[str]:
@@ -160,8 +199,19 @@ def pattern_hinted_variants() -> list[str]:
     return sorted(name for name, v in all_variants().items() if v.level.patterns)
 
 
-def resolve_variants(spec: SelectionSpec) -> list[str] | None:
-    """The variant names the spec admits (None: every variant)."""
+def resolve_variants(spec: SelectionSpec) -> list[str] | DirectionVariants | None:
+    """The variants the spec admits: names, names per direction, or None (every variant)."""
     if spec.prompt_variants == PATTERN_HINTED:
         return pattern_hinted_variants()
-    return None if spec.prompt_variants is None else list(spec.prompt_variants)
+    if spec.prompt_variants == PAPER_HINTED:
+        return PAPER_VARIANTS
+    if isinstance(spec.prompt_variants, DirectionVariants) or spec.prompt_variants is None:
+        return spec.prompt_variants
+    return list(spec.prompt_variants)
+
+
+def admitted_variants(variants: Sequence[str] | DirectionVariants | None, problem: str) -> set[str] | None:
+    """The variants a turn of `problem` may come from (None: any)."""
+    if variants is None:
+        return None
+    return set(variants.admitted(problem)) if isinstance(variants, DirectionVariants) else set(variants)

@@ -108,6 +108,8 @@ def run_select(wh: Warehouse, ctx: BuildContext) -> SelectionSummary:
     variants = resolve_variants(spec)
     turns = source_turns(wh, spec.source_campaigns)
     records, summary = select_turns(ctx.build_id, turns, spec, ctx.recipe.template, variants)
+    if summary.refusal:
+        return summary
     store = AdaptStore(wh, ctx.build_id)
     before = {r.item_id for r in store.selections(SelectionOutcome.SELECTED)}
     after = {r.item_id for r in records if r.outcome is SelectionOutcome.SELECTED}
@@ -178,9 +180,12 @@ def run_pairs(wh: Warehouse, ctx: BuildContext) -> PairSummary:
     summary = summarize(ctx.build_id, count, pairs, statuses, by_problem)
     if summary.pairs == 0:
         seen = ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())) or "none recorded"
-        hint = " (NOT_EVALUATED: judged without a GPU)" if "NOT_EVALUATED" in statuses else ""
-        raise AdaptError(f"build {ctx.build_id}: no pairs: none of {count} repairs has a correct version whose "
-                         f"target instructions executed (repair turns: {seen}){hint}")
+        hint = (" (NOT_EVALUATED: judged without a GPU and without a recorded verdict; see teacher.recorded_verdicts)"
+                if "NOT_EVALUATED" in statuses else "")
+        what = "repairs has" if ctx.recipe.template is Template.FIXIT else "selected turns is"
+        summary = summary.model_copy(update={"refusal": f"build {ctx.build_id}: no pairs: none of {count} {what} a "
+                                             f"correct version whose target instructions executed (repair turns: "
+                                             f"{seen}){hint}"})
     return summary
 
 

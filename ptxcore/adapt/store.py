@@ -6,6 +6,7 @@ A record with nested turn references (source, correct) is one flat row: `source_
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -79,9 +80,15 @@ class AdaptStore:
         return self._load("adapt_pairs", PairRecord, ("pair_id",), **match)
 
     def add_reasoning(self, record: ReasoningRecord, prompt_text: str) -> None:
-        if record.prompt_sha256:
-            self.wh.insert_missing("adapt_texts", [{"sha256": record.prompt_sha256, "text": prompt_text}])
-        self.wh.upsert_rows("adapt_reasoning", [flat(record)])
+        self.add_reasoning_many([(record, prompt_text)])
+
+    def add_reasoning_many(self, items: list[tuple[ReasoningRecord, str]]) -> None:
+        """Store synthesizer calls and their prompts: two transactions for the whole batch."""
+        texts = [{"sha256": r.prompt_sha256, "text": t} for r, t in items if r.prompt_sha256]
+        if texts:
+            self.wh.insert_missing("adapt_texts", texts)
+        if items:
+            self.wh.upsert_rows("adapt_reasoning", [flat(r) for r, _ in items])
 
     def reasoning(self) -> list[ReasoningRecord]:
         return self._load("adapt_reasoning", ReasoningRecord, ("pair_id", "attempt"))
@@ -91,8 +98,12 @@ class AdaptStore:
         return rows[0]["text"] if rows else None
 
     def replace_rows(self, rows: list[dict[str, Any]]) -> None:
-        self.wh.replace_where("adapt_rows", {"build_id": self.build_id},
-                              [{**r, "build_id": self.build_id} for r in rows])
+        self.replace_rows_batches([rows])
+
+    def replace_rows_batches(self, batches: Iterable[list[dict[str, Any]]]) -> int:
+        """Replace the build's rows with rows that arrive in batches (one transaction)."""
+        return self.wh.replace_where_batches("adapt_rows", {"build_id": self.build_id},
+                                             ([{**r, "build_id": self.build_id} for r in b] for b in batches))
 
     def rows(self) -> list[dict[str, Any]]:
         return self.wh.rows("adapt_rows", {"build_id": self.build_id}, ("row_id",))

@@ -1,23 +1,31 @@
 """The reason step's bookkeeping: which synthesizer calls are still to make, and how their answers count.
 
-A pair needs a call while it has no accepted monologue and fewer rejected attempts than the recipe
-allows (a failed call is no attempt: a rerun tries again); recorded calls are never repeated. After
-synthesis, a pair whose row exceeds the token budget gets one rewrite (resynthesis), accepted only when
-the rewritten row fits.
+As the authors' pipeline does: a pair needs a synthesis call while it has no usable monologue and fewer rejected
+attempts than the recipe allows (Fixit 20, KernelGen 1; a failed call is no attempt, a rerun tries again);
+recorded calls are never repeated. A monologue holding a forbidden delimiter is not discarded but rewritten, and
+so is one whose row exceeds the token budget: one rewrite each (resynthesis), measured with the delimiters taken
+out, accepted only when the rewrite holds none and its row fits.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
+from ptxcore.agent.feedback import clean_log
 from ptxcore.agent.types import CallContext
-from ptxcore.prompts import TokenCounter
 from ptxcore.warehouse import Warehouse
 
-from .budget import count_messages
+from .budget import RowCounter
 from .errors import AdaptError
 from .models import PairRecord, ReasoningKind, ReasoningRecord, ReasoningStatus
-from .reasoning import SynthesisJob, rewrite_messages, rewrite_target, synthesis_messages
+from .reasoning import (
+    RewriteIssue,
+    SynthesisJob,
+    rewrite_messages,
+    rewrite_target,
+    synthesis_messages,
+    without_forbidden,
+)
 from .recipe import recipe_sha256
 from .repair import checked_source_prompt, repair_user_message
 from .rows import RowInputs, message_dicts
@@ -26,12 +34,27 @@ from .stages import BuildContext, TurnIndex, pair_turns
 from .store import AdaptStore
 
 ACCEPTED = ReasoningStatus.ACCEPTED
+PLACEHOLDER = "I will repair the kernel."
+"""What a monologue that is nothing but delimiters is measured as (the authors' placeholder)."""
 
 
 def chosen_reasoning(records: list[ReasoningRecord]) -> ReasoningRecord | None:
     """The monologue a row uses: the latest accepted attempt (a fitting rewrite beats its original)."""
     accepted = [r for r in records if r.status is ACCEPTED]
     return max(accepted, key=lambda r: r.attempt) if accepted else None
+
+
+def rewrite_base(records: list[ReasoningRecord]) -> ReasoningRecord | None:
+    """The monologue a rewrite starts from: the chosen one, else the latest synthesis that holds a delimiter."""
+    chosen = chosen_reasoning(records)
+    if chosen is not None:
+        return chosen
+    marked = [r for r in records if r.kind is ReasoningKind.SYNTHESIS and r.status is ReasoningStatus.FORBIDDEN_TOKEN]
+    return max(marked, key=lambda r: r.attempt) if marked else None
+
+
+def _rewritten(records: list[ReasoningRecord]) -> bool:
+    return any(r.kind is ReasoningKind.RESYNTHESIS and r.status is not ReasoningStatus.CALL_FAILED for r in records)
 
 
 def _by_pair(store: AdaptStore) -> dict[str, list[ReasoningRecord]]:
@@ -41,15 +64,15 @@ def _by_pair(store: AdaptStore) -> dict[str, list[ReasoningRecord]]:
     return out
 
 
-def _request(pair: PairRecord, index: TurnIndex) -> tuple[list[dict[str, str]], str]:
+def _request(pair: PairRecord, index: TurnIndex, target_chars: int) -> tuple[list[dict[str, str]], str]:
     source, correct = pair_turns(index, pair)
     prompt = checked_source_prompt(source)
     kernel = correct.kernel_text or ""
     if pair.template is Template.FIXIT:
-        shown = repair_user_message(prompt.user, source.kernel_text or "", source.feedback)
+        shown = repair_user_message(prompt.user, source.kernel_text or "", clean_log(source.feedback))
     else:
         shown = prompt.user
-    return synthesis_messages(pair.template, prompt.system, shown, kernel), kernel
+    return synthesis_messages(pair.template, prompt.system, shown, kernel, target_chars), kernel
 
 
 def _context(pair: PairRecord, attempt: int) -> CallContext:
@@ -81,51 +104,68 @@ class ReasonBook:
              kernel: str, target: int | None = None) -> SynthesisJob:
         return SynthesisJob(build_id=self.ctx.build_id, pair_id=pair.pair_id, attempt=attempt, kind=kind,
                             messages=messages, context=_context(pair, attempt), correct_kernel=kernel,
-                            target_max_chars=target)
+                            target_max_chars=target, template=pair.template)
 
     def synthesis_jobs(self) -> list[SynthesisJob]:
         """Calls still to make for first monologues."""
-        done, jobs = _by_pair(self.store), []
+        done, jobs, spec = _by_pair(self.store), [], self.ctx.recipe.synthesizer
         for pair in self.pairs.values():
             records = done.get(pair.pair_id, [])
             tried = [r for r in records
                      if r.kind is ReasoningKind.SYNTHESIS and r.status is not ReasoningStatus.CALL_FAILED]
-            if chosen_reasoning(records) is not None or len(tried) >= self.ctx.recipe.synthesizer.max_attempts:
+            if rewrite_base(records) is not None or len(tried) >= spec.attempts(pair.template):
                 continue
-            messages, kernel = _request(pair, self.index)
+            messages, kernel = _request(pair, self.index, spec.target_reasoning_chars)
             jobs.append(self._job(pair, len(records), ReasoningKind.SYNTHESIS, messages, kernel))
         return jobs
 
-    def _tokens(self, pair: PairRecord, reasoning: ReasoningRecord, counter: TokenCounter,
+    def _tokens(self, pair: PairRecord, reasoning: ReasoningRecord, counter: RowCounter,
                 text: str | None = None) -> tuple[int, RowInputs]:
+        """Tokens of the pair's row with `reasoning` (or `text` in its place), as the export counts them."""
         inputs = row_inputs(self.ctx, pair, self.index, reasoning)
-        return count_messages(counter, message_dicts(inputs, reasoning=text)), inputs
+        return counter.count(message_dicts(inputs, reasoning=text, renderer=counter.renderer)), inputs
 
-    def resynthesis_jobs(self, counter: TokenCounter) -> tuple[list[SynthesisJob], list[ReasoningRecord]]:
-        """Rewrites still to make for rows over the budget, and OVER_BUDGET records where no rewrite can help."""
+    def _rewrite(self, pair: PairRecord, base: ReasoningRecord, attempt: int,
+                 counter: RowCounter) -> SynthesisJob | ReasoningRecord | None:
+        """The rewrite `base` needs (a job), an OVER_BUDGET record where none can help, or None."""
         spec, budget = self.ctx.recipe.synthesizer, self.ctx.recipe.export.max_tokens
-        if not spec.resynthesize_over_budget:
+        issues = (RewriteIssue.FORBIDDEN_TOKEN,) if base.status is ReasoningStatus.FORBIDDEN_TOKEN else ()
+        measured = without_forbidden(base.reasoning) or PLACEHOLDER
+        total, inputs = self._tokens(pair, base, counter, text=measured)
+        if total > budget:
+            issues += (RewriteIssue.OVER_MAX_TOKENS,)
+        if not issues:
+            return None
+        fixed, _ = self._tokens(pair, base, counter, text="")
+        target = rewrite_target(measured, fixed, total - fixed, budget, spec,
+                                over_budget=RewriteIssue.OVER_MAX_TOKENS in issues)
+        if target is None:
+            return ReasoningRecord(
+                build_id=self.ctx.build_id, pair_id=pair.pair_id, attempt=attempt, model=spec.model.model,
+                kind=ReasoningKind.RESYNTHESIS, prompt_sha256="", status=ReasoningStatus.OVER_BUDGET,
+                detail=f"without reasoning the row already takes {fixed} of {budget} tokens")
+        return self._job(pair, attempt, ReasoningKind.RESYNTHESIS, rewrite_messages(base.reasoning, target, issues),
+                         inputs.correct.kernel_text or "", target.max_chars)
+
+    def resynthesis_jobs(self, counter: RowCounter) -> tuple[list[SynthesisJob], list[ReasoningRecord]]:
+        """Rewrites still to make (rows over the budget, monologues holding a delimiter), and OVER_BUDGET records
+        where no rewrite can help."""
+        if not self.ctx.recipe.synthesizer.resynthesize_over_budget:
             return [], []
         done, jobs, hopeless = _by_pair(self.store), [], []
         for pair in self.pairs.values():
             records = done.get(pair.pair_id, [])
-            chosen = chosen_reasoning(records)
-            if chosen is None or any(r.kind is ReasoningKind.RESYNTHESIS and r.status is not ReasoningStatus.CALL_FAILED
-                                     for r in records):
+            base = rewrite_base(records)
+            if base is None or _rewritten(records):
                 continue
-            total, inputs = self._tokens(pair, chosen, counter)
-            if total <= budget:
+            try:
+                out = self._rewrite(pair, base, len(records), counter)
+            except ValueError:  # the chat template cannot round-trip this row: the export drops it, saying why
                 continue
-            fixed, _ = self._tokens(pair, chosen, counter, text="")
-            target = rewrite_target(chosen.reasoning, fixed, total - fixed, budget, spec)
-            if target is None:
-                hopeless.append(ReasoningRecord(
-                    build_id=self.ctx.build_id, pair_id=pair.pair_id, attempt=len(records), model=spec.model.model,
-                    kind=ReasoningKind.RESYNTHESIS, prompt_sha256="", status=ReasoningStatus.OVER_BUDGET,
-                    detail=f"without reasoning the row already takes {fixed} of {budget} tokens"))
-                continue
-            jobs.append(self._job(pair, len(records), ReasoningKind.RESYNTHESIS, rewrite_messages(chosen.reasoning, target),
-                                  inputs.correct.kernel_text or "", target.max_chars))
+            if isinstance(out, SynthesisJob):
+                jobs.append(out)
+            elif out is not None:
+                hopeless.append(out)
         return jobs, hopeless
 
     def accepted_pairs(self) -> int:
@@ -133,13 +173,23 @@ class ReasonBook:
         done = _by_pair(self.store)
         return sum(chosen_reasoning(done.get(pid, [])) is not None for pid in self.pairs)
 
-    def record(self, job: SynthesisJob | None, record: ReasoningRecord, counter: TokenCounter | None = None) -> ReasoningRecord:
-        """Store an answer; an accepted rewrite whose row still exceeds the budget is stored as OVER_BUDGET."""
+    def judged(self, record: ReasoningRecord, counter: RowCounter | None = None) -> ReasoningRecord:
+        """An accepted rewrite whose row still exceeds the budget becomes OVER_BUDGET."""
         if record.kind is ReasoningKind.RESYNTHESIS and record.status is ACCEPTED and counter is not None:
             budget = self.ctx.recipe.export.max_tokens
             total, _ = self._tokens(self.pairs[record.pair_id], record, counter)
             if total > budget:
                 record = record.model_copy(update={"status": ReasoningStatus.OVER_BUDGET,
                                                    "detail": f"rewritten row still {total} > {budget} tokens"})
-        self.store.add_reasoning(record, job.prompt_text if job is not None else "")
         return record
+
+    def record(self, job: SynthesisJob | None, record: ReasoningRecord, counter: RowCounter | None = None) -> ReasoningRecord:
+        """Store one answer (see `record_many`)."""
+        return self.record_many([(job, record)], counter)[0]
+
+    def record_many(self, items: list[tuple[SynthesisJob | None, ReasoningRecord]],
+                    counter: RowCounter | None = None) -> list[ReasoningRecord]:
+        """Store a batch of answers in two transactions; returns them as stored."""
+        final = [(self.judged(r, counter), job.prompt_text if job is not None else "") for job, r in items]
+        self.store.add_reasoning_many(final)
+        return [r for r, _ in final]

@@ -3,7 +3,9 @@
 Status; compiler or runtime errors (trimmed); the ptxas register / shared-memory / spill report; max
 abs/rel error for wrong results; latency and speedup for correct ones; whether the target instructions
 were found. It is built only from the compile result and the judge envelope, so it cannot carry the
-reference implementation's source; seed values that a judge log might mention are redacted.
+reference implementation's source; seed values that a judge log might mention are redacted. It carries no
+traceback of ours and no host path (`clean_log`): a runtime error reaches the model as its message (and the
+lines of its own kernel.cu the error passed through), never as the judge's Python stack.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from .types import TurnEvaluation
 
 LOG_LIMIT_CHARS = 4000
 _SEED = re.compile(r"(?i)\b(seed)(\s*[=:]\s*|\s+)(-?\d+)")
+_TRACEBACK = "Traceback (most recent call last):"
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<where>.*))?$')
+_ABS_PATH = re.compile(r"(?<![\w.~-])/(?:[\w.+@-]+/)+(?P<name>[\w.+@-]+)")
 
 _TARGET_TEXT = {
     TargetInstruction.EXECUTED: "executed (verified with Nsight Compute)",
@@ -32,9 +37,37 @@ _TARGET_TEXT = {
 }
 
 
+def _compact_tracebacks(lines: list[str]) -> list[str]:
+    """Python tracebacks -> their closing exception line, keeping only frames in the candidate's own .cu file."""
+    out, inside = [], False
+    for line in lines:
+        if line.strip() == _TRACEBACK:
+            inside = True
+            continue
+        if inside:
+            frame = _FRAME.match(line)
+            if frame:
+                if frame.group("file").endswith(".cu"):
+                    name = frame.group("file").rsplit("/", 1)[-1]
+                    out.append(f"  at {name} line {frame.group('line')}" + (f", in {frame.group('where')}"
+                                                                              if frame.group("where") else ""))
+                continue
+            if line.startswith((" ", "\t")):  # a frame's source line or its ^^^ marker
+                continue
+            inside = False
+        out.append(line)
+    return out
+
+
+def clean_log(text: str) -> str:
+    """Model-facing log text: our tracebacks compacted to their message, absolute paths cut to the file name."""
+    lines = _compact_tracebacks((text or "").splitlines())
+    return "\n".join(_ABS_PATH.sub(lambda m: m.group("name"), line) for line in lines)
+
+
 def trim(text: str, limit: int = LOG_LIMIT_CHARS) -> str:
-    """Keep the head (first errors matter most), drop blank lines, redact seeds."""
-    text = _SEED.sub(lambda m: f"{m.group(1)}=<hidden>", text or "")
+    """Keep the head (first errors matter most), drop blank lines, redact seeds, clean tracebacks and paths."""
+    text = clean_log(_SEED.sub(lambda m: f"{m.group(1)}=<hidden>", text or ""))
     text = "\n".join(ln.rstrip() for ln in text.splitlines() if ln.strip())
     if len(text) > limit:
         text = text[:limit] + f"\n... [{len(text) - limit} more characters trimmed]"

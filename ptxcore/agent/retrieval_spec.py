@@ -51,7 +51,7 @@ class RepairRetrievalSpec(FrozenModel):
     max_notes: int = Field(default=8, ge=1, le=32)
     """Instruction notes appended per failing turn, at most."""
     min_score: float = Field(default=0.0, ge=0.0)
-    """Groups scoring at or below this BM25 score are not retrieved (a score of 0 never is)."""
+    """Groups scoring below this BM25 score are not retrieved (a score of 0 never is; the authors keep score >= it)."""
     scope: RetrievalScope = RetrievalScope.SAME_PROBLEM
     """Which historical kernels are searched."""
 

@@ -13,7 +13,7 @@ from ptxcore.schema import RetrievalCondition
 
 from .adapt_tables import by_condition, retrieval_tables, sft_tables
 from .reasoning_plot import ALL_PROBLEMS, lengths_by_problem, plot_reasoning_lengths, summarize
-from .recipes import RecipeManifest, recipe_table
+from .recipes import RecipeManifest, inference_notes, recipe_table
 from .render import Figure, ReportDoc, to_html, to_markdown
 from .subsets import TrajectorySubset, trajectory_counts
 from .tables import NO_TURN, ReportError, Table
@@ -103,18 +103,34 @@ def build_sft_report(outcomes: Sequence[TurnOutcome], out_dir: Path, title: str,
     return [*write_doc(doc, out_dir), png]
 
 
+def _retrieval_part(outcomes: Sequence[TurnOutcome], recorded: Mapping[str, RetrievalCondition],
+                    subset: TrajectorySubset, label: str, key: str) -> tuple[list[Table], list[str]]:
+    selected = subset.select(outcomes)
+    if not selected:
+        raise ReportError(f"the trajectory subset {subset.label} selects no turns of the {label} runs")
+    tables = [t.model_copy(update={"title": f"{t.title} — {label}", "key": f"{t.key}{key}"})
+              for t in retrieval_tables(selected, recorded)]
+    conditions = sorted({o.model for o in by_condition(selected, recorded)})
+    notes = [f"{label}: " + n for n in _selection_notes(selected, subset)] + [f"{label} conditions: {'; '.join(conditions)}."]
+    return tables, notes
+
+
 def build_retrieval_report(outcomes: Sequence[TurnOutcome], recorded: Mapping[str, RetrievalCondition],
                            out_dir: Path, title: str, subset: TrajectorySubset = TrajectorySubset(),
-                           on_step: Step = lambda s: None) -> list[Path]:
-    """Table 4: turn metrics by repair-retrieval condition."""
+                           on_step: Step = lambda s: None,
+                           published: tuple[Sequence[TurnOutcome], Mapping[str, RetrievalCondition],
+                                            TrajectorySubset] | None = None,
+                           label: str = "these runs") -> list[Path]:
+    """Table 4: turn metrics by repair-retrieval condition; with `published`, the authors' runs re-tabulated beside."""
     out_dir = Path(out_dir)
-    selected = _prepare(outcomes, subset, out_dir)
+    _prepare(outcomes, subset, out_dir)
     on_step("tables")
-    tables = retrieval_tables(selected, recorded)
-    conditions = sorted({o.model for o in by_condition(selected, recorded)})
-    notes = [*_selection_notes(selected, subset),
-             f"Conditions: {'; '.join(conditions)}. notes+fixed shows the model a verified fixed kernel of the same "
-             "problem: it is an ORACLE condition, not a fair comparison with the others."]
+    tables, notes = _retrieval_part(outcomes, recorded, subset, label, "")
+    if published is not None:
+        more, more_notes = _retrieval_part(published[0], published[1], published[2], "published runs", "_published")
+        tables, notes = tables + more, notes + more_notes
+    notes.append("notes+fixed shows the model a verified fixed kernel of the same problem: it is an ORACLE condition, "
+                 "not a fair comparison with the others.")
     on_step("write")
     return write_doc(ReportDoc(title=title, notes=notes, tables=tables, figures=[]), out_dir)
 
@@ -126,6 +142,8 @@ def build_recipes_report(manifests: Sequence[RecipeManifest], out_dir: Path, tit
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     table = recipe_table(manifests)
-    notes = [f"{len(manifests)} recipes; rows = rows written to the Parquet; dropped = rows left out, by reason. "
-             "'paper rows' is the row count the paper reports for that recipe id."]
+    notes = [f"{len(manifests)} recipes; rows = rows written to the Parquet; dropped = rows left out, by reason (a "
+             "budget drop names the counter that decided it). 'paper rows' is the row count the paper reports for that "
+             "recipe id. 'token counter' is the vocabulary and chat template the 65,536-token budget was counted in; "
+             "'fallback estimate' means tiktoken decided, not Qwen's vocabulary.", *inference_notes(manifests)]
     return write_doc(ReportDoc(title=title, notes=notes, tables=[table], figures=[]), out_dir)

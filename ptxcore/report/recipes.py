@@ -14,9 +14,13 @@ file per built recipe. Only these fields are read; every other field is ignored.
   "kind": "fixit",                     # optional: fixit | kernelgen (or any label)
   "scope": "8ops-Extended",            # optional: problem scope label
   "synthesizer": "GLM-5.2",            # optional: reasoning synthesizer
-  "balance": "post"                    # optional: pre | post | none
+  "balance": "post",                   # optional: pre | post | none
+  "tokenizer": {"name": "…", "fallback": false},   # optional: what counted the token budget
+  "reproduces": "Table 10 s4 …",       # optional: the paper configuration the recipe reproduces
+  "our_inference": ["…"]               # optional: rules of the recipe that are our inference
 }
 ```
+A drop entry may name `counted_by` (the counter that decided an over-budget drop); Table 10 shows it.
 `dropped` may also be an object {reason: count}. The data engine's own manifests
 (`<build>.parquet.manifest.json`, written by ptxcore.adapt.export) are read as they are: there `rows` is
 `counts.rows`, the kind is `template`, the scope `config_label`, the balance `selection.balance`, and a
@@ -66,6 +70,8 @@ class DropEntry(BaseModel):
     """How many rows this entry stands for."""
     id: str = ""
     """The dropped row's id, when the entry is one row."""
+    counted_by: str = Field(default="", max_length=500)
+    """For a budget drop: the counter (vocabulary + template) that decided it."""
 
 
 class RecipeManifest(BaseModel):
@@ -87,6 +93,14 @@ class RecipeManifest(BaseModel):
     """Reasoning synthesizer."""
     balance: str = ""
     """Balancing point."""
+    tokenizer: str = Field(default="", max_length=500)
+    """What counted the token budget."""
+    tokenizer_fallback: bool = False
+    """The budget was counted with the fallback estimate (tiktoken), not the model's vocabulary."""
+    reproduces: str = Field(default="", max_length=1000)
+    """The paper configuration the recipe reproduces."""
+    our_inference: list[Annotated[str, Field(max_length=500)]] = Field(default_factory=list, max_length=32)
+    """Rules of the recipe that are our inference."""
 
     @model_validator(mode="before")
     @classmethod
@@ -102,6 +116,9 @@ class RecipeManifest(BaseModel):
         out.setdefault("scope", data.get("config_label", ""))
         if "balance" not in out and isinstance(selection, dict):
             out["balance"] = selection.get("balance") or ""
+        tok = data.get("tokenizer")
+        if isinstance(tok, dict):
+            out["tokenizer"], out["tokenizer_fallback"] = str(tok.get("name") or ""), bool(tok.get("fallback"))
         if isinstance(synth, dict):
             model = synth.get("model")
             out["synthesizer"] = synth.get("label") or (model.get("label") or model.get("model")
@@ -111,7 +128,7 @@ class RecipeManifest(BaseModel):
     def drop_counts(self) -> Counter[str]:
         counts: Counter[str] = Counter()
         for d in self.dropped:
-            counts[d.reason] += d.count
+            counts[f"{d.reason} [{d.counted_by}]" if d.counted_by else d.reason] += d.count
         return counts
 
 
@@ -149,8 +166,22 @@ def recipe_table(manifests: Sequence[RecipeManifest]) -> Table:
         drops = m.drop_counts()
         reasons = "; ".join(f"{r}: {n}" for r, n in sorted(drops.items(), key=lambda kv: (-kv[1], kv[0])))
         paper = PAPER_RECIPE_ROWS.get(recipe)
+        counter = (m.tokenizer + (" (fallback estimate)" if m.tokenizer_fallback else "")) or NO_TURN
+        inferred = f"{len(m.our_inference)} (see notes)" if m.our_inference else NO_TURN
         rows.append([recipe, m.kind or NO_TURN, m.scope or NO_TURN, m.synthesizer or NO_TURN, m.balance or NO_TURN, str(m.rows),
-                     str(paper) if paper is not None else NO_TURN, str(sum(drops.values())), reasons or NO_TURN])
+                     str(paper) if paper is not None else NO_TURN, str(sum(drops.values())), reasons or NO_TURN,
+                     counter, inferred])
     return Table(title="Table 10: SFT recipes, rows written and rows dropped (with reasons)",
                  header=["recipe", "data", "scope", "synthesizer", "balance", "rows", "paper rows", "dropped",
-                         "drop reasons"], rows=rows, key="table10")
+                         "drop reasons", "token counter", "our inference"], rows=rows, key="table10")
+
+
+def inference_notes(manifests: Sequence[RecipeManifest]) -> list[str]:
+    """One note per recipe: what it reproduces and which of its rules are our inference."""
+    out = []
+    for m in sorted(manifests, key=lambda m: m.recipe):
+        parts = [f"reproduces {m.reproduces}"] if m.reproduces else []
+        parts += [f"our inference: {rule}" for rule in m.our_inference]
+        if parts:
+            out.append(f"{m.recipe}: " + "; ".join(parts) + ".")
+    return out

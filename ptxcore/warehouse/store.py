@@ -174,6 +174,22 @@ class Warehouse:
         self._write(job)
         return len(rows)
 
+    def replace_where_batches(self, table: str, match: dict[str, Any], batches: Iterable[list[dict[str, Any]]]) -> int:
+        """`replace_where` for rows that arrive in batches (never all in memory): one transaction."""
+        if not match or any(c not in self._columns(table) for c in match):
+            raise WarehouseError(f"cannot replace rows of {table} by {sorted(match)}")
+
+        def job() -> int:
+            cond = " AND ".join(f'"{c}" = ?' for c in match)
+            self._con.execute(f"DELETE FROM {table} WHERE {cond}", list(match.values()))
+            written = 0
+            for rows in batches:
+                self._replace(table, list({tuple(r[c] for c in _KEYS[table]): r for r in rows}.values()))
+                written += len(rows)
+            return written
+
+        return self._write(job)
+
     def insert_missing(self, table: str, rows: list[dict[str, Any]]) -> None:
         """Insert rows whose key is not there yet (content-addressed tables)."""
         self._columns(table)

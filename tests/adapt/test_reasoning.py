@@ -37,6 +37,13 @@ def test_extraction_drops_provider_thinking_and_delimiters():
     (OK + " Looking at the correct kernel, the mask is key > q.", R.MENTIONS_SOLUTION),
     (OK + " The fixed kernel below uses bh * S + q.", R.MENTIONS_SOLUTION),
     (OK + " A correct kernel must index LSE per row.", R.ACCEPTED),  # speaking of correctness is fine
+    (OK + " The solution shown uses a mask.", R.MENTIONS_SOLUTION),
+    (OK + " The correct kernel above stores LSE once.", R.MENTIONS_SOLUTION),
+    # words that point at what the expert did see (the wrong kernel, the definition's reference) are legal
+    (OK + " The given kernel above sets tnspB=1, so B is read transposed.", R.ACCEPTED),
+    (OK + " The reference code shown computes softmax in float32.", R.ACCEPTED),
+    (OK + " The provided code above launches one CTA per row.", R.ACCEPTED),
+    (OK + " In the fixed version I will commit the wgmma group first.", R.ACCEPTED),
 ])
 def test_acceptance_rules(text, status):
     assert judge_reasoning(text, SPEC, kernel="")[0] is status
@@ -48,6 +55,44 @@ def test_a_monologue_holding_the_whole_kernel_is_rejected():
     status, detail = judge_reasoning(OK + "\n" + kernel.replace("\n", "  \n "), spec, kernel)
     assert status is R.COPIES_SOLUTION and "whole kernel" in detail
     assert judge_reasoning(OK + "\nint line_3 = 3 * stride;", spec, kernel)[0] is R.ACCEPTED  # a snippet is fine
+
+
+def test_length_rules_are_the_authors_per_template():
+    """The authors accept Fixit monologues from 2,000 characters and KernelGen ones from 200, both at most 190,000
+    (fixit_downstream_process.py --min/--max-reasoning-chars; experiments/kernelgen/synthesize-full.yaml), retry a
+    Fixit pair over up to 20 passes (--max-passes 20) and make one KernelGen pass."""
+    spec = SynthesizerSpec(model=ModelSpec(model="replay/x"))
+    assert (spec.min_chars(Template.FIXIT), spec.min_chars(Template.KERNELGEN), spec.max_reasoning_chars) == \
+        (2000, 200, 190_000)
+    assert (spec.attempts(Template.FIXIT), spec.attempts(Template.KERNELGEN)) == (20, 1)
+    text = "I check the LSE index once more. " * 61  # 2,013 characters
+    assert judge_reasoning(text[:1999], spec, "", Template.FIXIT)[0] is R.TOO_SHORT
+    assert judge_reasoning(text[:2000], spec, "", Template.FIXIT)[0] is R.ACCEPTED
+    assert judge_reasoning(text[:200], spec, "", Template.KERNELGEN)[0] is R.ACCEPTED
+    assert judge_reasoning("x" * 190_001, spec, "", Template.KERNELGEN)[0] is R.TOO_LONG
+
+
+def test_the_request_asks_for_a_long_monologue_at_full_depth():
+    """Both of the authors' prompts target 40,000 characters (not to be mentioned) at maximum depth."""
+    for template in Template:
+        system, user = synthesis_messages(template, "K", "T", "k")
+        assert "greatest depth" in system["content"]
+        assert "about 40,000 characters" in user["content"] and "never mention this length" in user["content"]
+    assert "about 12,345 characters" in synthesis_messages(Template.FIXIT, "K", "T", "k", 12_345)[1]["content"]
+
+
+def test_a_delimiter_is_rewritten_not_dropped():
+    """The authors' resynthesis rewrites a monologue holding <my_reasoning> / </my_reasoning> with minimal edits,
+    to between 95 % and all of its length (target_reasoning_limits without over_max_tokens)."""
+    from ptxcore.adapt.reasoning import RewriteIssue, judge_rewrite, without_forbidden
+
+    text = OK + " <my_reasoning> " + OK
+    target = rewrite_target(text, 0, 0, 65_536, SPEC, over_budget=False)
+    assert (target.min_chars, target.max_chars) == (-(-len(text) * 95 // 100), len(text))
+    user = rewrite_messages(text, target, (RewriteIssue.FORBIDDEN_TOKEN,))[1]["content"]
+    assert "must hold none of them" in user and "do not condense" in user and "too long" not in user
+    assert "<my_reasoning>" not in without_forbidden(text)
+    assert judge_rewrite(text, "")[0] is R.FORBIDDEN_TOKEN and judge_rewrite(OK, "")[0] is R.ACCEPTED
 
 
 def test_rewrite_target_fits_the_room_left():

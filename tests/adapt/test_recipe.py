@@ -92,3 +92,53 @@ def test_missing_empty_and_non_mapping_files(tmp_path):
     (tmp_path / "tag.yaml").write_text("!!python/object/apply:os.system ['true']\n")
     with pytest.raises(AdaptError, match="invalid YAML"):
         load_recipe(tmp_path / "tag.yaml")
+
+
+def test_failures_are_mined_from_the_authors_hinted_variants_per_direction():
+    """The authors keep failures of hopper-07 / hopper-08 on forward and hopper-012 / hopper-013 on backward problems
+    (filter_fixit_error_kernels_by_prompt_tag.py: FWD_PROMPT_TAGS, BWD_PROMPT_TAGS; mha_bwd* is backward), never of
+    the unguided hopper-no-hint; `paper-hinted` is that rule in our variant names."""
+    from ptxcore.adapt.models import SelectionOutcome
+    from ptxcore.adapt.select import first_failed_rule
+    from ptxcore.adapt.spec import PAPER_VARIANTS, DirectionVariants, direction
+
+    from .conftest import turn
+
+    spec = SelectionSpec(source_campaigns=["c"], prompt_variants="paper-hinted")
+    variants = resolve_variants(spec)
+    assert variants == PAPER_VARIANTS and DirectionVariants.model_validate(variants.model_dump()) == variants
+    assert direction("mha_bwd_d64_causal") == "backward" and direction("mha_with_lse_d128") == "forward"
+    cases = {("mha_with_lse_d128", "hopper-pack-fa-fwd"): None, ("mha_with_lse_d128", "hopper-pack-fa-bwd"): "wrong",
+             ("mha_bwd_d128", "hopper-pack-fa-bwd"): None, ("mha_bwd_d64", "hopper-pack-fa-bwd-fwd"): None,
+             ("mha_bwd_d128", "hopper-pack-fa-fwd"): "wrong", ("mha_with_lse_d64", "hopper-pack"): "wrong",
+             ("mha_bwd_d64", "hopper-pack"): "wrong", ("mha_bwd_d128", "hopper-guided-fa-bwd"): "wrong"}
+    for (problem, variant), expect in cases.items():
+        rec = turn("c", f"t/{variant}", 0, problem, EvaluationStatus.COMPILE_ERROR, variant=variant)
+        outcome = first_failed_rule(rec, spec, Template.FIXIT, variants)
+        assert outcome is (SelectionOutcome.WRONG_VARIANT if expect else None), (problem, variant)
+
+
+def test_source_campaigns_run_the_authors_variants_per_direction():
+    """configs/fixit/2026-0605-mha-p4.json and -mha-bwd-p4.json: the unguided prompt and the direction's hints."""
+    from ptxcore.agent.campaign import load_campaign
+
+    fwd, _ = load_campaign(REPO / "campaigns" / "adapt" / "qwen36-fwd-source.yaml")
+    bwd, _ = load_campaign(REPO / "campaigns" / "adapt" / "qwen36-bwd-source.yaml")
+    assert fwd.prompt_variants == ["hopper-pack", "hopper-pack-fa-fwd"] and fwd.trajectories == 8
+    assert bwd.prompt_variants == ["hopper-pack", "hopper-pack-fa-bwd", "hopper-pack-fa-bwd-fwd"]
+    assert all(p.startswith("mha_with_lse") for p in fwd.problems) and all(p.startswith("mha_bwd") for p in bwd.problems)
+    assert set(fwd.problems) | set(bwd.problems) == set(EIGHT_OPS)
+    assert (fwd.turns, fwd.target_speedup, bwd.turns, bwd.target_speedup) == (8, 1.2, 8, 1.2)
+
+
+def test_recipes_say_what_they_reproduce_and_what_is_our_inference():
+    recipes = {p.stem: load_recipe(p)[0] for p in (REPO / "campaigns" / "adapt").glob("s[0-9].yaml")}
+    assert all(r.reproduces.startswith(f"Table 10 {k} ") for k, r in recipes.items())
+    inferred = {k: " ".join(r.our_inference) for k, r in recipes.items()}
+    assert "best" in inferred["s1"] and "post-balance" in inferred["s4"]
+    assert all('"Extended"' in inferred[k] for k in ("s0", "s2", "s3"))
+    assert inferred["s5"] == inferred["s6"] == ""  # the authors' pre-balance, as their code does it
+    fixit = [r for r in recipes.values() if r.template is Template.FIXIT]
+    assert all(r.selection.prompt_variants == "paper-hinted" for r in fixit)
+    assert all(r.selection.source_campaigns == ["qwen36-mha-fwd-source", "qwen36-mha-bwd-source"] for r in fixit)
+    assert recipes["s0"].selection.prompt_variants is None

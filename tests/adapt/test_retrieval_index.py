@@ -42,6 +42,8 @@ def _classic_bm25(query: list[str], docs: list[list[str]]) -> list[float]:
 
 
 def test_scores_are_classic_bm25_over_the_problems_groups():
+    """As the authors score (note_feedback.py): a group's document is its wrong kernel once per fix (the sum of its
+    records' token vectors), so p1 and p2 (two fixes of one wrong kernel) make it count twice."""
     records = corpus()
     index = RepairNotesIndex(records)
     query = WGMMA_WRONG.replace("m64n128k16", "m64n64k16")
@@ -49,7 +51,9 @@ def test_scores_are_classic_bm25_over_the_problems_groups():
     # mha has two distinct wrong kernels (p1 and p2 share one): both score, gemm's TMA kernel is not searched
     assert [h.group.wrong_sha256 for h in hits] == [records[0].wrong_sha256, records[2].wrong_sha256]
     assert [r.pair_id for r in hits[0].group.records] == ["p1", "p2"]
-    expected = _classic_bm25(list(dict.fromkeys(tokenize(query))), [tokenize(WGMMA_WRONG), tokenize(SCALAR_WRONG)])
+    expected = _classic_bm25(list(dict.fromkeys(tokenize(query))), [tokenize(WGMMA_WRONG) * 2, tokenize(SCALAR_WRONG)])
+    once = _classic_bm25(list(dict.fromkeys(tokenize(query))), [tokenize(WGMMA_WRONG), tokenize(SCALAR_WRONG)])
+    assert [round(s, 4) for s in expected] != [round(s, 4) for s in once]  # the rule changes the scores
     assert [round(h.score, 4) for h in hits] == [round(s, 4) for s in expected]
     assert [h.rank for h in hits] == [1, 2]
 
@@ -64,7 +68,8 @@ def test_scope_all_top_k_min_score_and_no_zero_hits():
     assert same.search("// only a comment\n", "mha_with_lse_d128") == []
     assert same.search("completely unrelated words here", "mha_with_lse_d128") == []  # score 0 is never a hit
     top = same.search(WGMMA_WRONG, "mha_with_lse_d128")[0].score
-    assert same.search(WGMMA_WRONG, "mha_with_lse_d128", min_score=top) == []
+    assert same.search(WGMMA_WRONG, "mha_with_lse_d128", min_score=top + 1e-9) == []
+    assert len(same.search(WGMMA_WRONG, "mha_with_lse_d128", min_score=top)) == 1  # the authors keep score >= min
 
 
 def test_groups_and_best_fix():

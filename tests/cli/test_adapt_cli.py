@@ -57,3 +57,24 @@ def test_build_errors_before_any_work(tmp_path):
                     "a kernelgen recipe has no repair step")
     _one_line_error(invoke("adapt", "build", recipe, "--warehouse", str(db), "--build-id", "../x"), "--build-id '../x'")
     _one_line_error(invoke("adapt", "status", "nope", "--warehouse", str(db)), "no build 'nope'")
+
+
+def test_a_build_whose_repairs_nothing_can_judge_stops_with_one_line(tmp_path):
+    """No GPU, no service, no recorded verdicts: the build says so in one line before any repair is compiled, and no
+    Prefect traceback reaches the terminal."""
+    from ptxcore.schema import EvaluationStatus
+    from tests.adapt.conftest import add_campaign, turn
+
+    db = tmp_path / "w.duckdb"
+    with Warehouse(db) as wh:
+        add_campaign(wh, "src", [turn("src", "t", 0, "mha_with_lse_d128", EvaluationStatus.COMPILE_ERROR)])
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("name: blind\ntemplate: fixit\nselection: {source_campaigns: [src], problems: [mha_with_lse_d128],"
+                      " prompt_variants: [hopper-pack], per_problem_cap: null, balance: none}\n"
+                      "teacher: {model: {model: replay/adapt-teacher}}\n"
+                      "synthesizer: {model: {model: replay/adapt-synth-fixit}}\n")
+    r = invoke("adapt", "build", str(recipe), "--warehouse", str(db), "--profiler", "none")
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    errors = [ln for ln in r.output.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == 1 and "nothing can judge the repairs here" in errors[0], r.output
+    assert "select: 1 of 1 source turns selected" in r.output and "repair:" not in r.output

@@ -35,6 +35,7 @@ teacher:
   concurrency: {trajectories: 2, compile: 2, gpu_slots: {hopper: 1}}
 synthesizer:
   model: {model: replay/adapt-synth-fixit}
+  min_reasoning_chars: 200  # the scripted monologues are shorter than the authors' Fixit 2,000
 export:
   tokenizer: tiktoken:o200k_base
 """

@@ -303,8 +303,9 @@ def test_table_10_from_manifests(tmp_path):
     b = _manifest(tmp_path / "x.json", {"recipe": "mine", "rows": 0, "dropped": {"no pairs": 7}})
     table = recipe_table([load_manifest(a), load_manifest(b)])
     assert table.rows == [
-        ["mine", "n/a", "n/a", "n/a", "n/a", "0", "n/a", "7", "no pairs: 7"],
-        ["s3", "fixit", "8ops-Extended", "GLM-5.2", "n/a", "406", "406", "5", "no closed code fence: 3; over token budget: 2"],
+        ["mine", "n/a", "n/a", "n/a", "n/a", "0", "n/a", "7", "no pairs: 7", "n/a", "n/a"],
+        ["s3", "fixit", "8ops-Extended", "GLM-5.2", "n/a", "406", "406", "5", "no closed code fence: 3; over token budget: 2",
+         "n/a", "n/a"],
     ]
     with pytest.raises(ManifestError, match="two manifests for recipe s3"):
         recipe_table([load_manifest(a), load_manifest(a)])
@@ -392,18 +393,43 @@ def test_full_published_file_gives_the_same_tables(full_db, sft_outcomes):
     assert sft_tables(PAPER.select(full)) == sft_tables(PAPER.select(sft_outcomes))
 
 
+TIK = "tiktoken:o200k_base + qwen3-rules (ours)"
+
+
 def test_table_10_reads_the_data_engines_manifest_layout(tmp_path):
     """The layout ptxcore.adapt.export writes (<build>.parquet.manifest.json), read as it is."""
     engine = {"builder": "ptxbench.adapt", "template": "fixit", "build_id": "s5", "recipe": "s5",
               "config_label": "8ops-Pre-balanced", "selection": {"balance": "pre", "per_problem_cap": 33},
               "counts": {"pairs": 300, "rows_built": 262, "rows": 258, "dropped": 4,
                          "dropped_by_reason": {"over_max_tokens": 3, "no_reasoning": 1}},
-              "dropped": [{"pair_id": "a", "reason": "over_max_tokens", "total_tokens": 70000},
-                          {"pair_id": "b", "reason": "over_max_tokens"}, {"pair_id": "c", "reason": "over_max_tokens"},
+              "dropped": [{"pair_id": "a", "reason": "over_max_tokens", "total_tokens": 70000, "counted_by": TIK},
+                          {"pair_id": "b", "reason": "over_max_tokens", "counted_by": TIK},
+                          {"pair_id": "c", "reason": "over_max_tokens", "counted_by": TIK},
                           {"pair_id": "d", "reason": "no_reasoning", "detail": ""}],
+              "tokenizer": {"name": TIK, "fallback": True, "template": "qwen3-rules (ours)"},
+              "reproduces": "Table 10 s5 (8ops-Pre-balanced Fixit)", "our_inference": ["a rule we read into it"],
               "synthesizer": {"model": {"model": "openrouter/z-ai/glm-5.2", "label": "glm-5.2"}}}
     m = load_manifest(_manifest(tmp_path / "s5.json", engine))
     assert (m.recipe, m.rows, m.kind, m.scope, m.balance, m.synthesizer) == ("s5", 258, "fixit", "8ops-Pre-balanced",
                                                                              "pre", "glm-5.2")
+    # which counter decided each budget drop, and that it was the fallback estimate, are in the table
     assert recipe_table([m]).rows == [["s5", "fixit", "8ops-Pre-balanced", "glm-5.2", "pre", "258", "258", "4",
-                                       "over_max_tokens: 3; no_reasoning: 1"]]
+                                       f"over_max_tokens [{TIK}]: 3; no_reasoning: 1", f"{TIK} (fallback estimate)",
+                                       "1 (see notes)"]]
+    text = build_recipes_report([m], tmp_path / "rep10", "recipes")[0].read_text()
+    assert "s5: reproduces Table 10 s5 (8ops-Pre-balanced Fixit); our inference: a rule we read into it." in text
+
+
+def test_table_4_of_our_runs_beside_the_published_ones(adapt_db, tmp_path):
+    """`--beside-published DB`: our runs' Table 4 and the authors' re-tabulated one in one report."""
+    runner = CliRunner()
+    out = tmp_path / "beside"
+    r = runner.invoke(app, ["report", "retrieval", "qwen36-27b-retrieved-notes-3prompt-mha-d128", "--db", str(adapt_db),
+                            "--beside-published", str(adapt_db), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    text = (out / "report.md").read_text()
+    assert text.count("— these runs") == 2 and text.count("— published runs") == 2
+    assert "these runs conditions: Qwen3.6-27B · notes." in text and "notes+fixed (ORACLE)" in text
+    r = runner.invoke(app, ["report", "retrieval", "--published", "--db", str(adapt_db), "--beside-published",
+                            str(adapt_db), "--out", str(out)])
+    assert r.exit_code == 2 and "--beside-published adds the authors' runs" in r.output

@@ -53,3 +53,29 @@ def test_row_helpers_bind_values_and_reject_unknown_columns(tmp_path):
         wh.insert_missing("adapt_texts", [{"sha256": "a", "text": "one"}])
         wh.insert_missing("adapt_texts", [{"sha256": "a", "text": "two"}])
         assert wh.rows("adapt_texts", {"sha256": "a"})[0]["text"] == "one"
+
+
+def test_rows_stream_in_batches_and_a_failed_write_leaves_nothing(tmp_path):
+    """SftParquetWriter: one row group per batch (no whole file in memory), renamed into place only when complete."""
+    import pyarrow.parquet as pq
+
+    from ptxcore.warehouse.sft import PROMPT_COMPLETION, SftParquetWriter
+
+    path = tmp_path / "pc.parquet"
+    rows = [{"id": f"r{i}", "prompt": [{"role": "user", "content": f"task {i}"}],
+             "completion": [{"role": "assistant", "content": f"answer {i}"}]} for i in range(5)]
+    with SftParquetWriter(path, PROMPT_COMPLETION) as w:
+        w.write(rows[:2])
+        assert not path.exists()  # not before close()
+        w.write(rows[2:])
+        sha = w.close()
+    assert pq.read_table(path).to_pylist() == rows and pq.ParquetFile(path).num_row_groups == 2
+    with SftParquetWriter(path, PROMPT_COMPLETION) as again:
+        again.write(rows[:2])
+        again.write(rows[2:])
+        assert again.close() == sha == file_sha256(path)  # same batches, same bytes
+    broken = tmp_path / "broken.parquet"
+    with pytest.raises(ValueError), SftParquetWriter(broken, PROMPT_COMPLETION) as w:
+        w.write(rows[:1])
+        raise ValueError("row building failed")
+    assert list(tmp_path.glob("*broken*")) == []

@@ -162,14 +162,16 @@ def note_record(pair: RepairPair, notes: DistilledNotes, teacher_model: str, pro
 
 
 def collect_notes(pairs: Sequence[RepairPair], teacher: LLMClient, teacher_model: str = "",
-                  done: Collection[str] = (), on_pair: Callable[[str], None] = lambda pair_id: None) -> NotesCollection:
-    """Distil every pair not in `done` (pair ids); one teacher call each, in input order."""
+                  done: Collection[str] = (), on_pair: Callable[[str], None] = lambda pair_id: None,
+                  index_of: Callable[[RepairPair], int] | None = None) -> NotesCollection:
+    """Distil every pair not in `done` (pair ids); one teacher call each, in input order. The call's trajectory
+    index is `index_of(pair)` (default: the pair's ordinal within its problem), which a replay teacher serves by."""
     if len({p.pair_id for p in pairs}) != len(pairs):
         raise ValueError("two pairs share a pair_id")
     ordinal: dict[str, int] = defaultdict(int)
     records, failures, skipped = [], [], []
     for pair in pairs:
-        index = ordinal[pair.problem]
+        index = ordinal[pair.problem] if index_of is None else index_of(pair)
         ordinal[pair.problem] += 1
         if pair.pair_id in done:
             skipped.append(pair.pair_id)

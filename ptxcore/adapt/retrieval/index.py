@@ -2,10 +2,12 @@
 
 A *group* is one historical wrong kernel with every note record distilled from its fixes (a wrong kernel
 repaired several ways gives several records). The document of a group is the token list of its
-comment-stripped source (`tokens.tokenize`). Retrieval for a failing turn: the current kernel is the
-query (its distinct tokens), groups are scored with BM25 (k1 = 1.5, b = 0.75, the Lucene idf
-log(1 + (N - df + 0.5) / (df + 0.5))), and the best `top_k` groups scoring above `min_score` (never 0)
-come back. With scope `same-problem` the index, and so N, df and the average length, covers only the
+comment-stripped source (`tokens.tokenize`) once per fix, as the authors build it (note_feedback.py,
+_build_groups: the group's vector is the sum of its records' vectors, so a wrong kernel fixed three ways has three
+times the term frequencies and length). Retrieval for a failing turn: the current kernel is the query (its
+distinct tokens), groups are scored with BM25 (k1 = 1.5, b = 0.75, the Lucene idf
+log(1 + (N - df + 0.5) / (df + 0.5))), and the best `top_k` groups scoring at least `min_score` and above 0
+come back (the authors' `score >= min_similarity and score > 0`). With scope `same-problem` the index, and so N, df and the average length, covers only the
 groups of the problem under test, as in the reference implementation; with `all`, every group.
 
 bm25s's "lucene" scorer leaves out the constant (k1 + 1) of the classic numerator; scores here are
@@ -78,7 +80,7 @@ class _Shard:
 
         self.groups = groups
         self.bm25 = bm25s.BM25(method="lucene", k1=K1, b=B)
-        self.bm25.index([tokenize(g.records[0].wrong_kernel) for g in groups], show_progress=False)
+        self.bm25.index([tokenize(g.records[0].wrong_kernel) * len(g.records) for g in groups], show_progress=False)
 
     def scores(self, query: list[str]) -> list[float]:
         return [float(s) * (K1 + 1.0) for s in self.bm25.get_scores(query)]
@@ -90,7 +92,7 @@ class RepairNotesIndex:
     def __init__(self, records: Sequence[NoteRecord], scope: RetrievalScope = RetrievalScope.SAME_PROBLEM) -> None:
         self.scope = scope
         self.groups = group_records(records)
-        self.corpus_sha256 = text_sha256("\n".join(sorted(r.sha256 for r in records)))
+        self.corpus_sha256 = self.corpus_identity(records)
         shards: dict[str, list[NoteGroup]] = defaultdict(list)
         for g in self.groups:
             shards[g.problem if scope is RetrievalScope.SAME_PROBLEM else _ALL].append(g)
@@ -98,12 +100,17 @@ class RepairNotesIndex:
         log.info("repair-notes index: %d records, %d wrong kernels, %d shards (%s)", len(records),
                  len(self.groups), len(self._shards), scope.value)
 
+    @staticmethod
+    def corpus_identity(records: Sequence[NoteRecord]) -> str:
+        """sha256 over the records' hashes (order-free): what a turn's augmentation records as its source."""
+        return text_sha256("\n".join(sorted(r.sha256 for r in records)))
+
     def search(self, kernel: str, problem: str, top_k: int = 3, min_score: float = 0.0) -> list[Hit]:
-        """The best `top_k` groups for a kernel (as the query) of `problem`; empty when nothing scores."""
+        """The best `top_k` groups for a kernel (as the query) of `problem`; empty when nothing scores above 0."""
         shard = self._shards.get(problem if self.scope is RetrievalScope.SAME_PROBLEM else _ALL)
         query = list(dict.fromkeys(tokenize(kernel)))
         if shard is None or not query:
             return []
-        scored = [(s, i) for i, s in enumerate(shard.scores(query)) if s > max(min_score, 0.0)]
+        scored = [(s, i) for i, s in enumerate(shard.scores(query)) if s >= min_score and s > 0.0]
         scored.sort(key=lambda si: (-si[0], si[1]))
         return [Hit(rank=n, score=s, group=shard.groups[i]) for n, (s, i) in enumerate(scored[:top_k], start=1)]
