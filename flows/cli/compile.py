@@ -66,9 +66,12 @@ def compile_command(
 
 
 def _print_human(p: dict, arch: str) -> None:
+    from rich.markup import escape
+
     console = Console()
     color = {"COMPILED": "green", "COMPILE_ERROR": "red", "REJECTED": "yellow"}[p["status"]]
-    console.print(f"[bold {color}]{p['status']}[/] ({arch}){' — ' + p['reason'] if p['reason'] else ''}")
+    reason = " — " + escape(p["reason"]) if p["reason"] else ""  # a Triton rule is named in [brackets]
+    console.print(f"[bold {color}]{p['status']}[/] ({arch}){reason}")
     if p["status"] == "COMPILE_ERROR":
         console.print(p["log"], markup=False, highlight=False)
     for k in p["resources"]["kernels"]:

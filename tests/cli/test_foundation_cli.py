@@ -72,6 +72,8 @@ def test_compile_picks_triton_for_a_py_file_as_eval_does(repo_root, monkeypatch)
     hostile = repo_root / "tests" / "fixtures" / "controls" / "triton" / "02_torch_fallback_getattr.py"
     r = invoke("compile", str(hostile), "-p", "gemm_n7168_k5120", "--json")
     assert r.exit_code == 1 and json.loads(r.stdout)["reason"].startswith("rejected [reflection]")
+    human = invoke("compile", str(hostile), "-p", "gemm_n7168_k5120")
+    assert human.exit_code == 1 and "rejected [reflection]" in " ".join(human.stdout.split())
     assert nvcc_runs == []
     r = invoke("compile", str(solution), "-p", "gemm_n7168_k5120", "--language", "cuda", "--json")
     assert r.exit_code == 1 and len(nvcc_runs) == 1  # forced to CUDA: the nvcc stage is asked
