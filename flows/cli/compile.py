@@ -1,4 +1,5 @@
-"""`ptxbench compile KERNEL.cu --problem NAME --arch hopper|blackwell [--json]`."""
+"""`ptxbench compile KERNEL.cu|kernel.py --problem NAME --arch hopper|blackwell [--language cuda|triton] [--json]`:
+the CPU stage of one candidate (a `.py` file is a Triton candidate unless --language says otherwise, as in eval)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import typer
 from rich.console import Console
 
-from .errors import one_line_errors, read_text_file
+from .errors import kernel_language, one_line_errors, read_text_file
 
 
 def compile_payload(compiled) -> dict:
@@ -39,20 +40,22 @@ def compile_payload(compiled) -> dict:
 
 @one_line_errors
 def compile_command(
-    kernel: str = typer.Argument(..., help="Path of the candidate .cu file."),
+    kernel: str = typer.Argument(..., help="Path of the candidate .cu (CUDA) or .py (Triton) file."),
     problem: str = typer.Option(..., "--problem", "-p", help="Definition name."),
     arch: str = typer.Option("hopper", "--arch", "-a", help="hopper | blackwell (or h100, h200, b200)."),
+    language: str = typer.Option(None, "--language", "-l", help="cuda | triton (default: .py files are triton)."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON envelope."),
 ) -> None:
-    """Compile a candidate on this (CPU) machine and give the static SASS verdict."""
+    """Run a candidate's CPU stage on this machine (CUDA: nvcc and the static SASS verdict; Triton: the validator)."""
     from ptxcore.arch import get_architecture
-    from ptxcore.compile import BuildOptions, compile_candidate
+    from ptxcore.compile import BuildOptions, build_candidate
     from ptxcore.problems import get_problem
 
     source = read_text_file(kernel)
+    lang = kernel_language(language, kernel)
     get_problem(problem)
     architecture = get_architecture(arch)
-    compiled = compile_candidate(source, BuildOptions(arch=architecture))
+    compiled = build_candidate(source, BuildOptions(arch=architecture), language=lang)
     payload = compile_payload(compiled)
     if as_json:
         typer.echo(json.dumps(payload, indent=1))
@@ -63,9 +66,12 @@ def compile_command(
 
 
 def _print_human(p: dict, arch: str) -> None:
+    from rich.markup import escape
+
     console = Console()
     color = {"COMPILED": "green", "COMPILE_ERROR": "red", "REJECTED": "yellow"}[p["status"]]
-    console.print(f"[bold {color}]{p['status']}[/] ({arch}){' — ' + p['reason'] if p['reason'] else ''}")
+    reason = " — " + escape(p["reason"]) if p["reason"] else ""  # a Triton rule is named in [brackets]
+    console.print(f"[bold {color}]{p['status']}[/] ({arch}){reason}")
     if p["status"] == "COMPILE_ERROR":
         console.print(p["log"], markup=False, highlight=False)
     for k in p["resources"]["kernels"]:

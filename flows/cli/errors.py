@@ -67,3 +67,19 @@ def read_text_file(path: str) -> str:
         raise UserError(f"{path} is not a text file") from exc
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def kernel_language(value: str | None, kernel: str):  # noqa: ANN201 - ptxcore.schema.Language
+    """--language, else the file suffix (.py: triton, else cuda), for every command that takes a kernel file;
+    a language nothing judges is a user error."""
+    from ptxcore.schema import JUDGED_LANGUAGES, Language
+
+    if value is None:
+        return Language.TRITON if kernel.endswith(".py") else Language.CUDA
+    try:
+        lang = Language(value.strip().lower())
+    except ValueError:
+        lang = None
+    if lang not in JUDGED_LANGUAGES:
+        raise UserError(f"--language {value!r}: one of {', '.join(sorted(x.value for x in JUDGED_LANGUAGES))}")
+    return lang

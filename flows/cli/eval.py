@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-from .errors import UserError, one_line_errors, read_text_file
+from .errors import UserError, kernel_language, one_line_errors, read_text_file
 
 EXIT_VERDICT, EXIT_NO_GPU, EXIT_INFRA = 1, 3, 4
 
@@ -33,7 +33,7 @@ def eval_command(
     from ptxcore.schema import EvaluationStatus
 
     source = read_text_file(kernel)
-    lang = _language(language, kernel)
+    lang = kernel_language(language, kernel)
     prob = get_problem(problem)
     architecture = get_architecture(arch)
     prob.workload(workload)  # unknown uuid -> one-line error
@@ -59,21 +59,6 @@ def eval_command(
         raise typer.Exit(EXIT_INFRA)
     if result.status is not EvaluationStatus.PASSED:
         raise typer.Exit(EXIT_VERDICT)
-
-
-def _language(value: str | None, kernel: str):  # noqa: ANN202 - ptxcore.schema.Language
-    """--language, else the file suffix (.py: triton, else cuda); a language nothing judges is a user error."""
-    from ptxcore.schema import JUDGED_LANGUAGES, Language
-
-    if value is None:
-        return Language.TRITON if kernel.endswith(".py") else Language.CUDA
-    try:
-        lang = Language(value.strip().lower())
-    except ValueError:
-        lang = None
-    if lang not in JUDGED_LANGUAGES:
-        raise UserError(f"--language {value!r}: one of {', '.join(sorted(x.value for x in JUDGED_LANGUAGES))}")
-    return lang
 
 
 def _judge(backend, source, problem, arch, workload, server, language):  # noqa: ANN001, ANN202

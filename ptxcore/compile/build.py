@@ -1,5 +1,6 @@
-"""One sandboxed nvcc build and its gate: what the preprocessor opened and what reaches the assembler decide
-REJECTED before any of the build's output (log or artifact) is used."""
+"""One sandboxed nvcc build and its gate: what the preprocessor opened, what nvcc's later passes would read
+(cudafe++ and cicc preprocess the .ii again, gcc compiles cudafe++'s output) and what reaches the assembler
+decide REJECTED before any of the build's output (log or artifact) is used."""
 
 from __future__ import annotations
 
@@ -14,15 +15,16 @@ from pathlib import Path
 from ptxcore.sandbox import Sandbox, SandboxOutcome, SandboxStatus
 from ptxcore.schema import CompileStatus, SandboxMode
 
-from .directives import find_embedding
+from .directives import find_embedding, find_surviving_directive
 from .includes import (
     PASS_FILES,
     SOURCE_NAME,
     Dependency,
     check_entered,
-    check_failed_log,
+    check_generated,
+    check_log,
     dependencies,
-    entered_files,
+    named_files,
     read_passes,
 )
 from .nvcc import KEEP_DIR, BuildOptions, nvcc_command, scrub_log
@@ -75,15 +77,16 @@ def _copy_out(src: Path, dest: Path) -> bool:
     return True
 
 
-def _gate(passes: dict[str, str], outcome: SandboxOutcome, tc: Toolchain) -> str | None:
-    """The rejection reason of a build, or None."""
+def _gate(passes: dict[str, str], outcome: SandboxOutcome, tc: Toolchain, keep_dir: Path) -> str | None:
+    """The rejection reason of a build, or None: per pass, every file a marker names, any directive a later
+    pass would obey, file-embedding assembler text; then what the last gcc pass includes, then the log."""
     for text in passes.values():
-        reason = check_entered(entered_files(text), tc.include_roots) or find_embedding(text)
+        reason = (check_entered(named_files(text), tc.include_roots) or find_surviving_directive(text)
+                  or find_embedding(text))
         if reason is not None:
             return reason
-    if not outcome.ok:
-        return check_failed_log(outcome.output, tc.include_roots)
-    return None
+    return (check_generated(keep_dir, tc.include_roots, MAX_PREPROCESSED_CHARS)
+            or check_log(outcome.output, tc.include_roots))
 
 
 def _failure_reason(outcome: SandboxOutcome, options: BuildOptions) -> str:
@@ -141,10 +144,10 @@ def _deterministic(outcome: SandboxOutcome, passes: dict[str, str]) -> bool:
 def _judge(outcome: SandboxOutcome, passes: dict[str, str], options: BuildOptions, tc: Toolchain,
            scratch: Path, staging: Path) -> BuildOutcome:
     cacheable = _deterministic(outcome, passes)
-    names = set().union(*(entered_files(t) for t in passes.values())) if passes else set()
+    names = set().union(*(named_files(t) for t in passes.values())) if passes else set()
     deps = dependencies(names, tc.include_roots) if cacheable else []
     common = {"deps": deps, "duration_s": outcome.duration_s, "mode": outcome.mode}
-    reason = _gate(passes, outcome, tc)
+    reason = _gate(passes, outcome, tc, scratch / KEEP_DIR)
     if reason is not None:
         return BuildOutcome(CompileStatus.REJECTED, reason, "", None, cacheable=cacheable, **common)
     if not outcome.ok:

@@ -1,4 +1,11 @@
-"""File-embedding assembler directives in preprocessed text.
+"""What nvcc's later passes could be steered by, in preprocessed text: surviving directives and file-embedding
+assembler directives.
+
+cudafe++ and cicc preprocess gcc's output (the .ii) again, and gcc compiles cudafe++'s output: a directive that
+survives the first pass - made by a macro (`#define S # include "f"`), joined by a line splice, spelled with a
+digraph or trigraph, or one gcc passes through (`#ident`) - would be obeyed by a pass the include check never
+saw. So every line of the .ii that a preprocessor could read as a directive must be one of gcc's own line
+markers or a `#pragma`, and no line may end in a splice (`find_surviving_directive`).
 
 Inline assembly, asm labels and section names are string literals that reach the assembler verbatim, and the
 GNU assembler can read files (`.incbin`, `.include`). We read them as the compiler will: every string literal
@@ -28,6 +35,13 @@ FORBIDDEN_DIRECTIVE = re.compile(
     r"|(?:%[a-zA-Z]?(?:\d+|\[\w+\]))(?:bin|lude)\b"  # operand substitution before the rest of the name
     r"|\.(?:macro|irpc?|altmacro)\b",               # gas macro machinery (not PTX)
     re.IGNORECASE)
+_LINE_MARKER = re.compile(r'# \d+ "[^"\\\n\r]*(?:\\[^\n\r][^"\\\n\r]*)*"(?: [1-4])*(?=[\r\n]|\Z)')
+_PRAGMA = re.compile(r"#pragma(?:[ \t][^\r\n]*)?")
+_DIRECTIVE_START = re.compile(r"(?:^|(?<=[\r\n]))(?:[^\S\r\n]|\x00)*(?:#|%:|\?\?=)")
+_REST_OF_LINE = re.compile(r"[^\r\n]*")
+_SPLICE = re.compile(r"(?:\\|\?\?/)[^\S\r\n]*(?:[\r\n]|\Z)")
+DIRECTIVE_REASON = ("a preprocessor directive survives preprocessing (built by a macro or a line splice, or "
+                    "#ident) and nvcc's later passes would obey it; kernels may not build directives")
 EMBED_REASON = ("file-embedding assembler directive (.incbin/.include or a macro that builds one) in inline "
                 "assembly or a section name; kernels may not embed files")
 
@@ -70,15 +84,27 @@ class _Quotes:
         return -1 if first >= len(self.text) else first
 
 
+def find_surviving_directive(text: str) -> str | None:
+    """DIRECTIVE_REASON when a later preprocessing pass could read a line of `text` as a directive other than
+    gcc's line markers and pragmas, or join two lines with a splice; None otherwise. Linear."""
+    if _SPLICE.search(text):
+        return DIRECTIVE_REASON
+    for m in _DIRECTIVE_START.finditer(text):
+        line = _REST_OF_LINE.match(text, m.start()).group(0)  # a CR ends a line too, as some readers take it
+        if not (_LINE_MARKER.fullmatch(line) or _PRAGMA.fullmatch(line)):
+            return DIRECTIVE_REASON
+    return None
+
+
 def string_literals(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, decoded content) of every string literal, in order (line-marker and pragma lines,
-    which start with '#', are skipped)."""
+    """(start, end, decoded content) of every string literal, in order (gcc's line markers are skipped: their
+    file names are no literals; every other line is read, pragmas and #ident included)."""
     out: list[tuple[int, int, str]] = []
     quotes, pos, line_start = _Quotes(text), 0, 0
     while (i := quotes.find(pos)) >= 0:
         newline = text.rfind("\n", pos, i)
         line_start = newline + 1 if newline >= 0 else line_start
-        if text.startswith("#", line_start):
+        if text.startswith("# ", line_start) and _LINE_MARKER.match(text, line_start):
             end = text.find("\n", i)
             pos = len(text) if end < 0 else end
             continue

@@ -27,6 +27,7 @@ _CODE = r'(?:[^/"\']+|/(?![/*])|"[^"\\\n]*(?:\\.[^"\\\n]*)*"?|\'[^\'\\\n]*(?:\\.
 _TOKENS = re.compile(_CODE + r"|//[^\n]*|/\*(?:[^*]*\*+(?:[^/*][^*]*\*+)*/|.*\Z)", re.S)
 _SPLICE = re.compile(r"\\[ \t]*\n")
 _INCLUDE = re.compile(r'^[ \t]*(?:#|%:)[ \t]*include(?:_next)?[ \t]*[<"]([^>"\n]*)[>"]', re.MULTILINE)
+_EMBED = re.compile(r"^[ \t]*(?:#|%:)[ \t]*embed\b", re.MULTILINE)
 _LINK_PRAGMA = re.compile(r'#[ \t]*pragma[ \t]+comment[ \t]*\([ \t]*lib[ \t]*,[ \t]*"([^"\n]+)"')
 _DLOPEN_LIB = re.compile(r'"[^"\n]*lib(cublas|cublasLt|cudnn|flashinfer)[^"\n]*"')
 
@@ -92,6 +93,7 @@ def _forbidden_in(code: str) -> ForbiddenUse | None:
     return None
 
 
+EMBED_DIRECTIVE_REASON = "#embed reads a file into the program; kernels may not embed files"
 OUTSIDE_REASON = ("include outside the allowed headers (CUDA toolkit, tvm_ffi, knowledge-pack headers, the "
                   "host compiler's standard headers); use a plain header name such as <cuda.h>")
 
@@ -105,6 +107,8 @@ def source_rejection(source: str) -> str | None:
     forbidden = _forbidden_in(code)
     if forbidden is not None:
         return forbidden.message()
+    if _EMBED.search(code):  # gcc 15 reads it in the first pass and writes no line marker for the file
+        return EMBED_DIRECTIVE_REASON
     if any(escapes_headers(header) for header in _INCLUDE.findall(code)):
         return OUTSIDE_REASON
     return None

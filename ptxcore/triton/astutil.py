@@ -85,3 +85,23 @@ def stdlib_allowed(full: str) -> bool:
     if len(parts) != 2 or parts[1].startswith("_"):
         return len(parts) == 1
     return parts[0] != "typing" or parts[1] in TYPING_ALLOWED
+
+
+def top_owner(node: ast.AST | None, parents: dict[ast.AST, ast.AST], tree: ast.Module) -> str:
+    """The name of the module-level statement that holds `node` ("" when it has none)."""
+    while node is not None and parents.get(node) is not tree:
+        node = parents.get(node)
+    return getattr(node, "name", "") if node is not None else ""
+
+
+def reachable_from_run(top: dict[str, ast.AST]) -> set[str]:
+    """Module-level definitions reachable from `run` by the names their bodies mention."""
+    seen: set[str] = set()
+    todo = ["run"]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in top:
+            continue
+        seen.add(name)
+        todo.extend(n.id for n in ast.walk(top[name]) if isinstance(n, ast.Name) and n.id in top)
+    return seen

@@ -11,6 +11,11 @@ when the candidate's own `import` statements run. Never import this module's cal
     except Exception as exc:
         fault = classify_fault(exc, candidate.path)   # COMPILE_ERROR or RUNTIME_ERROR, trimmed, no host paths
 
+The module runs with its own builtins (`candidate_builtins`): the validator's allowed names and an `__import__`
+that admits only the allowed modules. The static validator is the rule; this is a second wall for a route it
+might miss at import time (`exec`, `open`, `getattr`, `__import__('os')` and anything reached through the
+module's `__builtins__` - e.g. a jit function's capture scope - simply are not there).
+
 Triton raises its compile errors at the first launch (`CompilationError` from the front end, `PTXASError`,
 `OutOfResources` when the compiled kernel needs more shared memory or threads than the GPU has, or an MLIR
 pass failure raised from `triton.compiler`); all of those are COMPILE_ERROR, everything else RUNTIME_ERROR.
@@ -18,6 +23,7 @@ pass failure raised from `triton.compiler`); all of those are COMPILE_ERROR, eve
 
 from __future__ import annotations
 
+import builtins
 import importlib.util
 import os
 import re
@@ -26,6 +32,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from .rules import ALLOWED_BUILTINS, ALLOWED_IMPORTS
 
 CANDIDATE_MODULE = "ptxbench_triton_candidate"
 """Module name the candidate is imported under (never "__main__", so its main guard never runs)."""
@@ -88,6 +96,21 @@ def configure_cache(cache_dir: Path) -> None:
         knobs.cache.dir = str(cache_dir)
 
 
+def _candidate_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002 - __import__'s own names
+    """`__import__` for a candidate: absolute imports of ALLOWED_IMPORTS only."""
+    if level != 0 or name not in ALLOWED_IMPORTS:
+        raise ImportError(f"a candidate may not import {name!r}")
+    return builtins.__import__(name, globals, locals, fromlist, level)
+
+
+def candidate_builtins() -> dict[str, object]:
+    """The `__builtins__` a candidate module runs with (and every function it defines, its jit functions'
+    capture scopes included): the allowed builtins and a guarded `__import__`, nothing else."""
+    table: dict[str, object] = {name: getattr(builtins, name) for name in ALLOWED_BUILTINS if hasattr(builtins, name)}
+    table["__import__"] = _candidate_import
+    return table
+
+
 def load_candidate(path: Path, cache_dir: Path) -> LoadedCandidate:
     """Import kernel.py under a private module name; raise CandidateLoadError with a classified fault."""
     configure_cache(cache_dir)
@@ -96,6 +119,7 @@ def load_candidate(path: Path, cache_dir: Path) -> LoadedCandidate:
     if spec is None or spec.loader is None:
         raise CandidateLoadError(CandidateFault(RUNTIME_ERROR, f"cannot import {path.name}"))
     module = importlib.util.module_from_spec(spec)
+    module.__dict__["__builtins__"] = candidate_builtins()  # exec keeps a __builtins__ already present
     sys.modules[CANDIDATE_MODULE] = module  # Triton's jit reads the source back through the module's file
     try:
         spec.loader.exec_module(module)

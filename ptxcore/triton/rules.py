@@ -5,10 +5,13 @@ alias, no `from torch import ...`, no torch call other than `torch.cuda.*` (`tor
 function registered with `triton.set_allocator`), no tensor compute methods, no `@` operator, no dynamic
 imports, no rebinding of `torch`/`triton`, a `run(...)` entry point and a real `@triton.jit` kernel.
 
-We close what it leaves open with allow-lists instead of deny-lists wherever the legitimate surface is small:
-only a handful of modules may be imported, `torch` only for metadata, a few `torch.cuda` queries and the
-descriptor allocator, `triton` only through its kernel-writing API. Everything here is data; the checker is
-`ptxcore.triton.validate`.
+We close what it leaves open with allow-lists instead of deny-lists: only a handful of modules may be imported,
+`torch` only for metadata, a few `torch.cuda` queries and the descriptor allocator, `triton` only through its
+kernel-writing API; a name must be defined by the file, imported, or one of a few builtins; an attribute of a
+value (a tensor, a device, a launched kernel, a string) must be on the host list (metadata, views, container
+methods) or, inside @triton.jit code, on the list of triton.language's tensor, descriptor and dtype members; the
+module's top level only imports, defines functions and binds constants. Everything here is data; the checker
+is `ptxcore.triton.validate`.
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ class Rule(str, Enum):
     MONKEY_PATCH = "monkey-patch"
     MODULE_REBIND = "module-rebinding"
     MODULE_AS_VALUE = "module-as-value"
+    NAME_NOT_ALLOWED = "name-not-allowed"
+    ATTRIBUTE_NOT_ALLOWED = "attribute-not-allowed"
+    CLASS_DEFINITION = "class-definition"
+    IMPORT_TIME = "import-time-code"
     NO_RUN = "no-run"
     NO_TRITON_IMPORT = "no-triton-import"
     NO_JIT = "no-jit-kernel"
@@ -69,9 +76,18 @@ RULE_DESCRIPTIONS: dict[Rule, str] = {
     Rule.REFLECTION: "no getattr/setattr/delattr/vars/globals/locals/dir, dunder attributes or __builtins__",
     Rule.CODE_EXECUTION: "no eval / exec / compile / breakpoint / help / exit",
     Rule.FILE_ACCESS: "no file access (open, input)",
-    Rule.MONKEY_PATCH: "no attribute writes or deletes except on self (no monkey-patching)",
+    Rule.MONKEY_PATCH: "no attribute writes or deletes (no monkey-patching)",
     Rule.MODULE_REBIND: "do not rebind an imported module's name",
     Rule.MODULE_AS_VALUE: "use imported modules only through their attributes (no aliasing by assignment)",
+    Rule.NAME_NOT_ALLOWED: "use only names this file defines or imports and the builtins range, len, min, max, "
+                           "abs, int, float, bool, str, tuple, list, dict, set, isinstance, enumerate, zip, "
+                           "print, ... (not type, object, super, format, hasattr); do not rebind a builtin",
+    Rule.ATTRIBUTE_NOT_ALLOWED: "on values only metadata and views (shape, dtype, device, stride, numel, "
+                                "data_ptr, view, reshape, contiguous, ...) and list/dict methods; in @triton.jit "
+                                "code only triton.language tensor, descriptor and dtype members",
+    Rule.CLASS_DEFINITION: "no classes: the module defines functions and constants only",
+    Rule.IMPORT_TIME: "the module's top level only imports, defines functions (decorated with triton.jit, "
+                      "autotune, heuristics) and binds constants; nothing else runs at import",
     Rule.NO_RUN: "define a module-level `def run(...)` entry point",
     Rule.NO_TRITON_IMPORT: "import triton",
     Rule.NO_JIT: "define at least one real @triton.jit kernel",
@@ -190,6 +206,70 @@ TENSOR_METHODS = frozenset({
 whatever the receiver (`list.sort`, `set.add` and `dict.copy` stay allowed: they are not on this list).
 `contiguous()` is allowed: the judge's inputs are contiguous, where it returns the tensor itself; a copy it
 would launch is a non-Triton kernel in the call (`evidence.foreign_kernels`)."""
+
+
+ALLOWED_BUILTINS = frozenset({
+    "abs", "all", "any", "bool", "callable", "chr", "dict", "divmod", "enumerate", "filter", "float", "frozenset",
+    "hash", "int", "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min", "next", "ord", "pow",
+    "print", "range", "repr", "reversed", "round", "set", "slice", "sorted", "str", "sum", "tuple", "zip",
+    "None", "True", "False", "Ellipsis", "NotImplemented",
+    "ArithmeticError", "AssertionError", "Exception", "IndexError", "KeyError", "LookupError", "NotImplementedError",
+    "OverflowError", "RuntimeError", "StopIteration", "TypeError", "ValueError", "ZeroDivisionError",
+})
+"""The only builtins a candidate may name (any other builtin name may neither be used nor rebound: `type`,
+`object`, `super`, `format`, `hasattr` and the like reach classes and attributes by the back door)."""
+
+HOST_ATTRIBUTES = frozenset({
+    # tensor metadata and views (no kernel; `contiguous`/`reshape` copy only a non-contiguous input, which the
+    # judge's inputs never are, and a copy would be a foreign kernel in the call)
+    "shape", "dtype", "device", "ndim", "numel", "dim", "size", "stride", "is_contiguous", "contiguous",
+    "data_ptr", "element_size", "is_cuda", "storage_offset", "nbytes", "itemsize", "is_floating_point",
+    "T", "mT", "t", "view", "reshape", "unsqueeze", "squeeze", "flatten", "unflatten", "permute", "transpose",
+    "expand", "narrow", "split", "chunk", "unbind",
+    # a torch.device and the device properties
+    "index", "multi_processor_count", "name", "major", "minor", "total_memory", "warp_size",
+    "max_threads_per_multi_processor", "shared_memory_per_block", "shared_memory_per_block_optin",
+    "shared_memory_per_multiprocessor", "L2_cache_size", "regs_per_multiprocessor",
+    # dtype metadata
+    "is_signed", "is_complex",
+    # methods of the lists, dicts and strings the file builds
+    "append", "extend", "insert", "pop", "items", "keys", "values", "get", "update", "join",
+})
+"""Attributes a host-side value may be asked for. Anything else on a value - a tensor's compute and copy
+methods, a jit function's internals (`get_capture_scope`, `fn`, `run`, `cache`), a launched kernel's `asm`,
+`str.format` - is refused whatever the receiver turns out to be."""
+
+JIT_ATTRIBUTES = frozenset({
+    # triton.language.tensor members (methods forward to the tl functions of the same name)
+    "T", "to", "dtype", "shape", "numel", "trans", "permute", "reshape", "view", "broadcast_to", "expand_dims",
+    "split", "ravel", "flip", "sum", "max", "min", "argmax", "argmin", "xor_sum", "reduce_or", "cumsum",
+    "cumprod", "reduce", "associative_scan", "sort", "histogram", "gather", "abs", "exp", "exp2", "log", "log2",
+    "cos", "sin", "sqrt", "sqrt_rn", "rsqrt", "sigmoid", "softmax", "erf", "floor", "ceil", "cdiv",
+    "logical_and", "logical_or", "advance", "item", "cast", "atomic_add", "atomic_and", "atomic_cas",
+    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor",
+    # tensor descriptors
+    "load", "store", "scatter", "block_shape", "strides", "block_type",
+    # dtypes (and pointer / block types) and constexpr
+    "element_ty", "scalar", "primitive_bitwidth", "int_bitwidth", "fp_mantissa_width", "exponent_bias", "name",
+    "is_fp8", "is_fp8e4nv", "is_fp8e5", "is_fp16", "is_bf16", "is_fp32", "is_fp64", "is_int1", "is_int8",
+    "is_int16", "is_int32", "is_int64", "is_uint8", "is_uint16", "is_uint32", "is_uint64", "is_floating",
+    "is_standard_floating", "is_int_signed", "is_int_unsigned", "is_int", "is_bool", "is_ptr", "is_block",
+    "is_const", "get_block_shapes", "get_int_max_value", "get_int_min_value", "with_element_ty",
+    "address_space", "value",
+})
+"""Attributes of values inside @triton.jit code (Triton's code generator evaluates attribute access on any
+object it reaches, Python objects included, at compile time in the candidate's process)."""
+
+TRITON_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics", "triton.constexpr_function"})
+"""The decorators a module-level function may carry (a decorator runs at import)."""
+
+IMPORT_TIME_CALLS = frozenset({
+    "triton.Config", "triton.language.constexpr", "triton.cdiv", "triton.next_power_of_2", "triton.jit",
+    "range", "len", "min", "max", "abs", "int", "float", "bool", "str", "tuple", "list", "dict", "set",
+    "enumerate", "zip", "sorted", "reversed", "round",
+})
+"""What an expression evaluated at import (a constant, a decorator's arguments, a default value or an
+annotation of a module-level function) may call."""
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,12 @@
 
 How it reasons: every dotted reference rooted at an imported name is resolved through the import aliases
 (`tl.dot` -> `triton.language.dot`) and checked against the allow-lists of `rules.py`; an imported module may
-appear only as the root of such a chain (never as a plain value, so `t = torch; t.matmul` is refused at the
-assignment); reflection (`getattr`, `globals()`, dunder attributes, `__builtins__`), code execution and
-attribute writes are refused wherever they appear, so a name built from strings has nothing to resolve
-against. The body of a module-level `if __name__ == "__main__":` is not checked: the loader imports kernel.py
-under a private module name, so it never runs (its `else` branch is checked).
+appear only as the root of such a chain (never as a value: `t = torch` is refused) and no imported name may be
+rebound. The rest is allow-listed too (`surface.py`): names the file binds, imports and a few builtins;
+listed attributes of values (host or jit list); no classes; a top level of imports, definitions and constants.
+Reflection (dunder attributes, names and strings, frame attributes), code execution and attribute writes are
+refused anywhere. The body of a module-level `if __name__ == "__main__":` is not checked: the loader imports
+kernel.py under a private module name, so it never runs (its `else` branch is checked).
 """
 
 from __future__ import annotations
@@ -19,15 +20,23 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .astutil import container_names, dotted, is_dunder, is_main_guard, stdlib_allowed, triton_allowed
+from .astutil import (
+    container_names,
+    dotted,
+    is_dunder,
+    is_main_guard,
+    reachable_from_run,
+    stdlib_allowed,
+    top_owner,
+    triton_allowed,
+)
 from .rules import (
+    ALLOWED_BUILTINS,
     ALLOWED_IMPORTS,
     CUTLASS_MODULES,
-    FORBIDDEN_BUILTINS,
     FORBIDDEN_MODULES,
     FRAME_ATTRIBUTES,
     MAX_SOURCE_CHARS,
-    TENSOR_METHODS,
     TORCH_ALLOCATOR_CALL,
     TORCH_CUDA_ALLOWED,
     TORCH_CUDA_GRAPH,
@@ -38,6 +47,7 @@ from .rules import (
     Rule,
     TritonViolation,
 )
+from .surface import bound_names, docstrings, dunder_text, import_time, name_rule, value_attribute_rule
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
@@ -97,6 +107,8 @@ class _Checker:
     jit_defs: dict[str, ast.AST] = field(default_factory=dict)
     has_triton: bool = False
     containers: set[str] = field(default_factory=set)
+    bound: set[str] = field(default_factory=set)
+    docs: set[int] = field(default_factory=set)
 
     def run(self) -> TritonCheck:
         nodes = list(self._nodes())
@@ -111,15 +123,19 @@ class _Checker:
         self._find_jit(nodes)
         self._find_allocators(nodes)
         self.containers = container_names(nodes)
+        self.bound, self.docs = bound_names(nodes), docstrings(self.tree)
         for node in nodes:
             self._visit(node)
+        for rule, node, detail in import_time(self.tree.body, self.resolve):
+            self._add(rule, node, detail)
         self._structure(nodes)
         found = sorted(set(self.found), key=lambda v: (v.line, v.column, v.rule.value, v.detail))
         return TritonCheck(tuple(found), tuple(sorted(self.jit_defs)))
 
     def _nodes(self) -> Iterator[ast.AST]:
-        """Every node, except the body of a module-level `if __name__ == "__main__":` (never run on import)."""
-        skip = {id(n) for stmt in self.tree.body if is_main_guard(stmt) for n in stmt.body}
+        """Every node, except the body and test of a module-level `if __name__ == "__main__":` (never run on
+        import; the test is the one place `__name__` may appear)."""
+        skip = {id(n) for stmt in self.tree.body if is_main_guard(stmt) for n in (*stmt.body, stmt.test)}
         todo: list[ast.AST] = [self.tree]
         while todo:
             node = todo.pop()
@@ -272,40 +288,56 @@ class _Checker:
             self._subscript_store(node)
         elif isinstance(node, ast.BinOp | ast.AugAssign) and isinstance(node.op, ast.MatMult):
             self._add(Rule.MATMUL_OPERATOR, node, "the `@` operator")
-        elif isinstance(node, ast.Call):
-            self._call(node)
+        elif isinstance(node, ast.Constant) and id(node) not in self.docs and dunder_text(node.value):
+            self._add(Rule.REFLECTION, node, f"{node.value!r} (a dunder name in a string)")
         elif isinstance(node, ast.arg):
             self._binding(node.arg, node)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             self._binding(node.name, node)
+            if isinstance(node, ast.ClassDef):
+                self._add(Rule.CLASS_DEFINITION, node, f"class `{node.name}`")
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            for name in node.names:
+                self._binding(name, node)
         elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
             self._binding(node.name, node)
         elif isinstance(node, ast.MatchMapping) and node.rest:
             self._binding(node.rest, node)
 
     def _binding(self, name: str, node: ast.AST) -> None:
-        if name in self.modules or name in _ALWAYS_MODULES:
+        """An imported name (a module or not: `cdiv.x` would be judged as `triton.cdiv.x`) or a builtin outside
+        the allowed set may not be rebound."""
+        if name in self.modules or name in self.aliases:
             self._add(Rule.MODULE_REBIND, node, f"`{name}` rebound")
-        elif is_dunder(name) and name != "__all__" and not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            self._add(Rule.REFLECTION, node, f"`{name}` rebound")
+        elif name != "__all__" and (found := name_rule(name)) is not None:
+            self._add(found[0], node, f"{found[1]} rebound")
 
     def _name(self, node: ast.Name) -> None:
         if not isinstance(node.ctx, ast.Load):
             self._binding(node.id, node)
             return
-        if node.id in FORBIDDEN_BUILTINS:
-            self._add(FORBIDDEN_BUILTINS[node.id], node, f"`{node.id}`")
+        if (found := name_rule(node.id)) is not None:
+            self._add(found[0], node, found[1])
+        elif node.id not in self.bound and node.id not in self.aliases and node.id not in ALLOWED_BUILTINS:
+            self._add(Rule.NAME_NOT_ALLOWED, node, f"`{node.id}` is not defined in this file")
         parent = self.parents.get(node)
         if node.id in self.modules and not (isinstance(parent, ast.Attribute) and parent.value is node):
             self._add(Rule.MODULE_AS_VALUE, node, f"module `{node.id}` used as a value")
 
     def _attribute(self, node: ast.Attribute) -> None:
-        if is_dunder(node.attr) or node.attr in FRAME_ATTRIBUTES:
+        reflective = is_dunder(node.attr) or node.attr in FRAME_ATTRIBUTES
+        if reflective:
             self._add(Rule.REFLECTION, node, f"introspection attribute `.{node.attr}`")
         if isinstance(node.ctx, ast.Store | ast.Del):
-            if not (isinstance(node.value, ast.Name) and node.value.id == "self"):
-                what = ast.unparse(node)
-                self._add(Rule.MONKEY_PATCH, node, f"attribute {'delete' if isinstance(node.ctx, ast.Del) else 'write'} `{what}`")
+            what = ast.unparse(node)
+            self._add(Rule.MONKEY_PATCH, node, f"attribute {'delete' if isinstance(node.ctx, ast.Del) else 'write'} `{what}`")
+        root = node.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not (isinstance(root, ast.Name) and root.id in self.aliases):  # a value: each attribute is listed
+            if not reflective and (found := value_attribute_rule(node.attr, self._in_jit(node))) is not None:
+                self._add(found[0], node, found[1])
+            return
         parent = self.parents.get(node)
         if isinstance(parent, ast.Attribute) and parent.value is node:
             return  # not the whole chain
@@ -347,14 +379,6 @@ class _Checker:
         elif not (isinstance(root, ast.Name) and root.id in self.containers and node.value is root):
             self._add(Rule.TENSOR_ASSIGNMENT, node, f"`{ast.unparse(node)} = ...` on the host")
 
-    def _call(self, node: ast.Call) -> None:
-        func = node.func
-        if not isinstance(func, ast.Attribute) or func.attr not in TENSOR_METHODS or self._in_jit(node):
-            return
-        if self.resolve(func.value) is not None:
-            return  # a module function (math.exp, torch.cuda.synchronize): judged as a chain
-        self._add(Rule.TENSOR_METHOD, node, f"`.{func.attr}(...)`")
-
     # whole-file requirements ------------------------------------------------------------------------------
     def _structure(self, nodes: list[ast.AST]) -> None:
         top = {n.name: n for n in self.tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
@@ -371,19 +395,4 @@ class _Checker:
     def _launch_reachable(self, nodes: list[ast.AST], top: dict[str, ast.AST]) -> bool:
         sites = [n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)
                  and (dotted(n.func.value) or ("",))[-1] in self.jit_defs and not self._in_jit(n)]
-        owners = {self._top_owner(s) for s in sites}
-        seen, todo = set(), ["run"]
-        while todo:
-            name = todo.pop()
-            if name in seen or name not in top:
-                continue
-            seen.add(name)
-            todo.extend(n.id for n in ast.walk(top[name]) if isinstance(n, ast.Name) and n.id in top)
-        return bool(owners & seen)
-
-    def _top_owner(self, node: ast.AST) -> str:
-        while node is not None and self.parents.get(node) is not self.tree:
-            node = self.parents.get(node)
-        return getattr(node, "name", "") if node is not None else ""
-
-
+        return bool({top_owner(s, self.parents, self.tree) for s in sites} & reachable_from_run(top))

@@ -50,6 +50,35 @@ def test_compile_rejected_and_error_exit_codes(fixtures_dir):
     assert r.exit_code == 1 and json.loads(r.stdout)["status"] == "REJECTED"
 
 
+def test_compile_picks_triton_for_a_py_file_as_eval_does(repo_root, monkeypatch):
+    """A .py file is a Triton candidate (the validator, never nvcc); --language overrides the suffix."""
+    from ptxcore.compile import CompiledCandidate
+    from ptxcore.compile import language as language_module
+    from ptxcore.schema import CompileResult, CompileStatus
+
+    nvcc_runs = []
+
+    def fake_nvcc_stage(source, options, cache=None):
+        nvcc_runs.append(source)
+        return CompiledCandidate(CompileResult(status=CompileStatus.REJECTED, source_sha256="0" * 64,
+                                               arch=options.arch.key, reason="fake", log="fake"), None, None)
+
+    monkeypatch.setattr(language_module, "compile_candidate", fake_nvcc_stage)
+    solution = repo_root / "solutions" / "triton" / "gemm_n7168_k5120" / "tma_persistent.py"
+    r = invoke("compile", str(solution), "-p", "gemm_n7168_k5120", "--json")
+    assert r.exit_code == 0, r.output
+    env = json.loads(r.stdout)
+    assert env["status"] == "COMPILED" and env["flags"] == ["triton"] and env["sass"] is None
+    hostile = repo_root / "tests" / "fixtures" / "controls" / "triton" / "02_torch_fallback_getattr.py"
+    r = invoke("compile", str(hostile), "-p", "gemm_n7168_k5120", "--json")
+    assert r.exit_code == 1 and json.loads(r.stdout)["reason"].startswith("rejected [reflection]")
+    human = invoke("compile", str(hostile), "-p", "gemm_n7168_k5120")
+    assert human.exit_code == 1 and "rejected [reflection]" in " ".join(human.stdout.split())
+    assert nvcc_runs == []
+    r = invoke("compile", str(solution), "-p", "gemm_n7168_k5120", "--language", "cuda", "--json")
+    assert r.exit_code == 1 and len(nvcc_runs) == 1  # forced to CUDA: the nvcc stage is asked
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
@@ -58,6 +87,8 @@ def test_compile_rejected_and_error_exit_codes(fixtures_dir):
         (("compile", "examples/gemm_cuda_core.cu", "-p", "nope"), "unknown problem 'nope'"),
         (("compile", "examples/gemm_cuda_core.cu", "-p", "gemm_n7168_k5120", "--arch", "ampere"),
          "unknown architecture 'ampere'"),
+        (("compile", "examples/gemm_cuda_core.cu", "-p", "gemm_n7168_k5120", "--language", "tilelang"),
+         "--language 'tilelang'"),
         (("problems", "show", "nope"), "unknown problem 'nope'"),
     ],
 )

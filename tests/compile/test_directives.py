@@ -23,6 +23,8 @@ from ptxcore.compile.directives import concatenated, find_embedding, string_lite
     'asm("%c0bin \\"f\\"" :: "s"(&dot_inc));',
     'asm(".macro m x\\n.inc\\\\x \\"f\\"\\n.endm\\nm bin");',
     '__attribute__((section(".text\\n.incbin \\"f\\"\\n#"))) int x;',
+    '#ident "x\\"\\n.incbin \\"f\\"\\n.ident \\"y"\nint x;',  # gcc writes #ident text into the assembly
+    '#pragma ident ".incbin f"\nint x;',  # pragma lines are read too (only line markers are skipped)
 ])
 def test_embedding_attempts_are_found(text):
     assert find_embedding(text) is not None
@@ -31,7 +33,7 @@ def test_embedding_attempts_are_found(text):
 @pytest.mark.parametrize("text", [
     'asm volatile("atom.global.inc.u32 %0, [%1], %2;" : "=r"(o) : "l"(p), "r"(n));',
     'asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0}, %1, %2;");',
-    '#pragma message(".incbin is not used here")\nint x;',
+    '#pragma message("no file is embedded here")\nint x;',
     "const char* s = \"it's fine\"; char q = '\"'; int n = 0x1'FF;",
 ])
 def test_honest_text_passes(text):

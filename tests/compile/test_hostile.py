@@ -127,6 +127,69 @@ def test_file_embedding_directives_are_rejected(spelling, cache):
     assert_rejected(c, says="file-embedding assembler directive", never="extern int printf")
 
 
+# ---- what nvcc's later passes see ------------------------------------------------------------------
+# cudafe++ and cicc preprocess gcc's output again, and gcc compiles cudafe++'s output: a directive that survives
+# the first pass, or a line directive naming a file, is obeyed (or quoted) by a pass the include check never saw.
+
+OS_RELEASE = Path("/usr/lib/os-release")
+SMUGGLED_INCLUDE = {
+    "macro": '#define S # include "../../usr/lib/os-release"\nS\n',
+    "splice-digraph": '#define PB %\\ /**/\nPB\n:include "../../usr/lib/os-release"\n',
+}
+
+
+@pytest.mark.skipif(not OS_RELEASE.is_file(), reason="no /usr/lib/os-release on this machine")
+@pytest.mark.parametrize("spelling", list(SMUGGLED_INCLUDE.values()), ids=list(SMUGGLED_INCLUDE))
+def test_an_include_made_for_the_later_passes_is_rejected_and_never_quoted(spelling, cache):
+    c = compile_candidate("#include <cuda_runtime.h>\n" + spelling + KERNEL, HOPPER, cache)
+    assert_rejected(c, says="directive survives preprocessing", never=OS_RELEASE.read_text().splitlines()[0])
+
+
+def test_a_vendor_header_included_by_the_later_passes_is_rejected(vendor_root, tmp_path):
+    c = compile_candidate(f'#define S # include "{vendor_root}/cublas_v2.h"\nS\n' + KERNEL, HOPPER,
+                          CompileCache(tmp_path))
+    assert_rejected(c, says="directive survives preprocessing", never=VENDOR_MARKER)
+
+
+@pytest.mark.parametrize("spelling", [
+    '#define S # define MID "cbin \\"/usr/include/stdio.h\\""\nS\nasm(".in" MID);\n',
+    '#ident "x\\"\\n.incbin \\"/usr/include/stdio.h\\"\\n.ident \\"y"\n',
+], ids=["smuggled-define", "ident"])
+def test_a_file_embedded_through_the_later_passes_is_rejected(spelling, cache):
+    c = compile_candidate("#include <cuda_runtime.h>\n" + spelling + KERNEL, HOPPER, cache)
+    assert c.result.status is CompileStatus.REJECTED and c.artifact is None, (c.result.status, c.result.reason)
+    assert "extern int printf" not in c.result.model_dump_json()
+
+
+@pytest.mark.skipif(not OS_RELEASE.is_file(), reason="no /usr/lib/os-release on this machine")
+def test_a_line_directive_naming_a_host_file_is_rejected_and_never_quoted(cache):
+    """gcc quotes the presumed file's line in a warning: the build succeeded and its log showed the file."""
+    source = f'#include <cuda_runtime.h>\n#line 1 "{OS_RELEASE}"\n#warning look\n' + KERNEL
+    assert_rejected(compile_candidate(source, HOPPER, cache), says="include outside the allowed headers",
+                    never=OS_RELEASE.read_text().splitlines()[0])
+
+
+def test_embed_is_rejected_before_any_build(cache):
+    for spelling in ('#embed "/usr/lib/os-release"\n', '%:  embed </usr/lib/os-release>\n',
+                     '# /* */ em\\\nbed "x"\n'):
+        c = compile_candidate(spelling + KERNEL, HOPPER, cache)
+        assert c.result.status is CompileStatus.REJECTED and "#embed" in c.result.reason, spelling
+        assert c.result.toolkit_version is None and c.result.cache_key is None  # no build ran
+
+
+def test_a_file_named_by_a_line_directive_is_in_the_cache_key(vendor_root, tmp_path):
+    """An allowed header may be named (its lines are public), but its content shapes the log: it is keyed."""
+    helper = vendor_root / "helper.cuh"
+    source = f'#line 1 "{helper}"\n#warning look\n' + KERNEL
+    cache = CompileCache(tmp_path)
+    first = compile_candidate(source, HOPPER, cache)
+    assert first.result.status is CompileStatus.COMPILED and "#pragma once" in first.result.log
+    helper.write_text("#pragma twice\n" + helper.read_text())
+    second = compile_candidate(source, HOPPER, cache)
+    assert not second.result.cache_hit and "#pragma twice" in second.result.log
+    assert second.result.cache_key != first.result.cache_key
+
+
 # ---- bombs and sizes -----------------------------------------------------------------------------------
 
 BOMB = "".join(f"#define A{i} {' '.join([f'A{i - 1}'] * 8)}\n" for i in range(1, 12)) + "#define A0 x\nA11\n"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ptxcore.compile.includes import check_entered, check_failed_log, entered_files
+from ptxcore.compile.includes import check_entered, check_log, named_files
 from ptxcore.compile.toolchain import IncludeRoot
 
 ROOTS = (IncludeRoot("cuda", "/opt/ptxbench-fake-cuda/include"),
@@ -17,40 +17,41 @@ int x;
 '''
 
 
-def test_entered_files_are_the_flag_1_markers_and_the_main_file():
-    assert entered_files(II) == {"/scratch/kernel.cu", "/usr/include/stdc-predef.h",
-                                 "/opt/ptxbench-fake-cuda/bin/../include/cuda_runtime.h"}
+def test_named_files_are_every_file_a_marker_names():
+    assert named_files(II) == {"/scratch/kernel.cu", "<built-in>", "<command-line>", "/usr/include/stdc-predef.h",
+                               "/opt/ptxbench-fake-cuda/bin/../include/cuda_runtime.h"}
+    assert "/usr/lib/os-release" in named_files(II + '# 3 "/usr/lib/os-release"\nint y;\n')  # a #line, no flag
 
 
 def test_allowed_files_pass_and_anything_else_rejects():
-    assert check_entered(entered_files(II), ROOTS) is None
+    assert check_entered(named_files(II), ROOTS) is None
     outside = II + '# 1 "/usr/lib/os-release" 1\n'
-    assert "include outside" in check_entered(entered_files(outside), ROOTS)
+    assert "include outside" in check_entered(named_files(outside), ROOTS)
     forged = II + '# 7 "relative.h" 1\n'  # a GNU line directive the candidate wrote: never hides, only adds
-    assert "include outside" in check_entered(entered_files(forged), ROOTS)
+    assert "include outside" in check_entered(named_files(forged), ROOTS)
     scratch = II + '# 1 "/scratch/keep/kernel.cpp4.ii" 1\n'
-    assert "include outside" in check_entered(entered_files(scratch), ROOTS)
+    assert "include outside" in check_entered(named_files(scratch), ROOTS)
 
 
 def test_vendor_paths_under_an_allowed_root_are_named():
     vendor = II + '# 1 "/opt/ptxbench-fake-cuda/include/cublas_v2.h" 1\n'
-    assert "cuBLAS" in check_entered(entered_files(vendor), ROOTS)
+    assert "cuBLAS" in check_entered(named_files(vendor), ROOTS)
     torch = II + '# 1 "/usr/include/torch/csrc/api.h" 1\n'
-    assert "PyTorch" in check_entered(entered_files(torch), ROOTS)
+    assert "PyTorch" in check_entered(named_files(torch), ROOTS)
 
 
 def test_failed_pass_diagnostics():
     missing_vendor = "/scratch/kernel.cu:3:10: fatal error: cudnn_frontend.h: No such file or directory\n"
-    assert "cuDNN" in check_failed_log(missing_vendor, ROOTS)
+    assert "cuDNN" in check_log(missing_vendor, ROOTS)
     missing_abs = "/scratch/kernel.cu:3:10: fatal error: /home/u/.env: No such file or directory\n"
-    assert "include outside" in check_failed_log(missing_abs, ROOTS)
+    assert "include outside" in check_log(missing_abs, ROOTS)
     quoted_elsewhere = ("In file included from /scratch/kernel.cu:2:\n/usr/share/doc/x.txt:1:3: warning: "
                         "missing terminating ' character\n")
-    assert "include outside" in check_failed_log(quoted_elsewhere, ROOTS)
+    assert "include outside" in check_log(quoted_elsewhere, ROOTS)
     ordinary = "/scratch/kernel.cu:3:10: fatal error: my_helpers.h: No such file or directory\n"
-    assert check_failed_log(ordinary, ROOTS) is None
+    assert check_log(ordinary, ROOTS) is None
     edg = "/opt/ptxbench-fake-cuda/include/cuda/barrier(12): error: bad\n"
-    assert check_failed_log(edg, ROOTS) is None
+    assert check_log(edg, ROOTS) is None
 
 
 def test_logs_lose_sandbox_and_host_specific_paths():

@@ -112,13 +112,12 @@ def test_triton_compilation_errors_are_compile_errors(tmp_path):
 
 
 def test_a_real_triton_front_end_error_is_classified_with_its_source_line(tmp_path):
-    """triton.compile on the CPU (no GPU needed) raises the same CompilationError a first launch would."""
+    """triton.compile on the CPU (no GPU needed) raises the same CompilationError a first launch would. The
+    candidate may not import Triton's compiler, so the test compiles its kernel from outside."""
     pytest.importorskip("triton")
     path = write(tmp_path, """
         import triton
         import triton.language as tl
-        from triton.backends.compiler import GPUTarget
-        from triton.compiler import ASTSource
 
         @triton.jit
         def bad(x_ptr, BLOCK: tl.constexpr):
@@ -126,19 +125,87 @@ def test_a_real_triton_front_end_error_is_classified_with_its_source_line(tmp_pa
             tl.store(x_ptr + offs, offs)
 
         def run():
-            src = ASTSource(bad, {"x_ptr": "*i32", "BLOCK": "constexpr"}, {"BLOCK": 4})
-            triton.compile(src, target=GPUTarget("cuda", 90, 32))
+            pass
     """)
     code = ("import sys; from pathlib import Path; from ptxcore.triton.loader import *\n"
+            "import triton; from triton.backends.compiler import GPUTarget; from triton.compiler import ASTSource\n"
             f"c = load_candidate(Path({str(path)!r}), Path({str(tmp_path / 'cache')!r}))\n"
-            "try:\n    c.run()\nexcept Exception as e:\n    f = classify_fault(e, c.path); print(f.status); print(f.message)\n")
+            "bad = sys.modules[CANDIDATE_MODULE].bad\n"
+            "try:\n    triton.compile(ASTSource(bad, {'x_ptr': '*i32', 'BLOCK': 'constexpr'}, {'BLOCK': 4}), "
+            "target=GPUTarget('cuda', 90, 32))\n"
+            "except Exception as e:\n    f = classify_fault(e, c.path); print(f.status); print(f.message)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])})
     assert out.returncode == 0, out.stderr[-2000:]
     status, message = out.stdout.split("\n", 1)
     assert status == COMPILE_ERROR, out.stdout
     assert "power of 2" in message or "arange" in message, message
     assert str(tmp_path) not in message
+
+
+# The module runs with the validator's builtins only: a route the static rules missed still finds nothing.
+IMPORT_TIME_ESCAPES = {
+    "builtins-dict": "__builtins__['exec']('open(MARK, \"w\")')",
+    "function-globals": "def f():\n    pass\nf.__globals__['__builtins__']['exec']('open(MARK, \"w\")')",
+    "open": "open(MARK, 'w')",
+    "import-os": "import os\nos.close(0)",
+    "dunder-import": "__import__('os')",
+    "getattr": "getattr(print, '__self__')",
+    "relative-import": "from . import sibling",
+}
+
+
+@pytest.mark.parametrize("body", list(IMPORT_TIME_ESCAPES.values()), ids=list(IMPORT_TIME_ESCAPES))
+def test_a_candidate_imports_with_the_allowed_builtins_only(body, tmp_path):
+    mark = tmp_path / "ran"
+    path = write(tmp_path, f"MARK = {str(mark)!r}\n" + body + "\ndef run():\n    pass\n")
+    with pytest.raises(CandidateLoadError) as info:
+        load_candidate(path, tmp_path / "cache")
+    assert info.value.fault.status == RUNTIME_ERROR and "error during import" in info.value.fault.message
+    assert not mark.exists()
+
+
+def test_allowed_builtins_and_imports_still_work(tmp_path):
+    path = write(tmp_path, """
+        import math
+        import typing
+        SIZES = sorted({min(4, 8), max(1, 2), abs(-3), len([1, 2]), int(2.0)})
+
+        def run(out):
+            for i, s in enumerate(zip(SIZES, range(3))):
+                out.append((i, s, isinstance(s, tuple), round(math.sqrt(16.0)), str(typing.Optional is not None)))
+            print("run ran")
+    """)
+    out: list = []
+    load_candidate(path, tmp_path / "cache").run(out)
+    assert out[0] == (0, (2, 0), True, 4, "True") and len(out) == 3
+
+
+def test_a_jit_functions_capture_scope_holds_no_exec(tmp_path):
+    """The route found in issue 26: `jit_fn.get_capture_scope()` is the module's globals."""
+    pytest.importorskip("triton")
+    mark = tmp_path / "ran"
+    path = write(tmp_path, f"""
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def k(p):
+            tl.store(p, tl.load(p))
+
+        k.get_capture_scope()["__builtins__"]["exec"]("open({str(mark)!r}, 'w')")
+
+        def run():
+            pass
+    """)
+    code = ("from pathlib import Path; from ptxcore.triton.loader import *\n"
+            f"try:\n    load_candidate(Path({str(path)!r}), Path({str(tmp_path / 'cache')!r}))\n"
+            "except CandidateLoadError as e:\n    print(e.fault.status, e.fault.message.splitlines()[0])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith(RUNTIME_ERROR) and "KeyError: 'exec'" in out.stdout, out.stdout
+    assert not mark.exists()
 
 
 def test_child_side_modules_import_without_pydantic_or_triton():

@@ -14,9 +14,9 @@ import pytest
 from ptxcore.arch import get_architecture
 from ptxcore.schema import StaticTarget
 from ptxcore.triton.evidence import cache_kernels, static_evidence
-from ptxcore.triton.loader import configure_cache
+from ptxcore.triton.loader import CANDIDATE_MODULE, load_candidate
 
-from .conftest import compile_for_hopper, import_file
+from .conftest import compile_for_hopper
 
 REPO = Path(__file__).resolve().parents[2]
 SOL = REPO / "solutions" / "triton"
@@ -59,8 +59,8 @@ def test_causal_twin_differs_only_in_the_flag():
 def test_solution_sass_holds_wgmma_and_tma(rel, kernel, signature, constexprs, options, tmp_path):
     pytest.importorskip("triton")
     cache = tmp_path / "triton-cache"
-    configure_cache(cache)
-    mod = import_file(SOL / rel, "sol_" + rel.replace("/", "_").removesuffix(".py"))
+    load_candidate(SOL / rel, cache)  # as the child loads it: private module name, the candidate's builtins
+    mod = sys.modules[CANDIDATE_MODULE]
     compiled = compile_for_hopper(getattr(mod, kernel), signature, constexprs, divisible=tuple(range(6)), **options)
     assert compiled.metadata.shared <= 232_448, "more shared memory than an H200 block may use"
     binaries = [b for b in cache_kernels(cache) if b.name == kernel]

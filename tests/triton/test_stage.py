@@ -27,7 +27,7 @@ def test_a_violation_is_rejected_with_the_rule_in_one_line():
     # the first violation in source order is named: the allocator def (line 15) is no longer registered
     assert "\n" not in result.reason and result.reason.startswith("rejected [torch-empty-outside-allocator]")
     assert len(result.log.splitlines()) == len(check.violations) == 3
-    assert "[torch-compute]: `torch.matmul`" in result.log and "[tensor-compute-method]: `.copy_(...)`" in result.log
+    assert "[torch-compute]: `torch.matmul`" in result.log and "[tensor-compute-method]: `.copy_`" in result.log
 
 
 def test_a_syntax_error_is_a_compile_error():

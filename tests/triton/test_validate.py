@@ -179,6 +179,63 @@ HOSTILE = [
     ("matmul-in-jit", "", "@triton.jit\ndef k2(a, b):\n    c = a @ b\n", Rule.MATMUL_OPERATOR),
     ("main-guard-else", "", "if __name__ == '__main__':\n    pass\nelse:\n    import os\n", Rule.FORBIDDEN_MODULE),
     ("cuda-event", "e = torch.cuda.Event()", "", Rule.TORCH_COMPUTE),
+    # found (issue 26): accepted by the deny-lists, refused by the allow-lists of names and attributes
+    ("capture-scope-exec", "", "_copy.get_capture_scope()['__builtins__']['exec']('import os')\n",
+     Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("capture-scope-in-run", "_copy.get_capture_scope()", "", Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("addmm-inplace", "y.addmm_(x, x.t(), beta=0.0)", "", Rule.TENSOR_METHOD),
+    ("baddbmm-inplace", "y.baddbmm_(x, x, beta=0.0)", "", Rule.TENSOR_METHOD),
+    ("method-alias", "f = y.copy_\nf(x)", "", Rule.TENSOR_METHOD),
+    ("type-mm", "y.copy_(type(x).mm(x, x))", "", Rule.NAME_NOT_ALLOWED),
+    ("type-mm-alias", "mm = type(x).mm", "", Rule.NAME_NOT_ALLOWED),
+    ("self-is-any-name", "self = type(y)\nself.x = 1", "", Rule.MONKEY_PATCH),
+    ("format-reflection", "s = '{0.__class__.__mro__}'.format(x)", "", Rule.REFLECTION),
+    # their neighbours
+    ("format-method", "s = '{0.device}'.format(x)", "", Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("format-map", "s = '{a.device}'.format_map({'a': x})", "", Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("str-format-unbound", "s = str.format('{0}', x)", "", Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("format-builtin", "s = format(x, '')", "", Rule.NAME_NOT_ALLOWED),
+    ("dunder-string", "d = {}\nv = d.get('__builtins__')", "", Rule.REFLECTION),
+    ("dunder-string-in-jit", "", "@triton.jit\ndef k2(p):\n    q = '__globals__'\n", Rule.REFLECTION),
+    ("object-builtin", "o = object", "", Rule.NAME_NOT_ALLOWED),
+    ("super-builtin", "s = super", "", Rule.NAME_NOT_ALLOWED),
+    ("hasattr", "h = hasattr(x, 'mm')", "", Rule.NAME_NOT_ALLOWED),
+    ("type-by-lambda", "f = lambda: type", "", Rule.NAME_NOT_ALLOWED),
+    ("builtin-shadowed-by-param", "", "def helper(type):\n    return type\n", Rule.NAME_NOT_ALLOWED),
+    ("builtin-shadowed-at-module", "", "type = 1\n", Rule.NAME_NOT_ALLOWED),
+    ("undefined-name", "v = something_never_defined", "", Rule.NAME_NOT_ALLOWED),
+    ("dunder-name", "p = __file__", "", Rule.REFLECTION),
+    ("jit-fn-attr", "f = _copy.fn", "", Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("jit-run-attr", "_copy.run(x, y, n, BLOCK=1024, grid=(1,), warmup=False)", "", Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("jit-cache-attr", "c = _copy.device_caches", "", Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("launch-result-attr", "k = _copy[(1,)](x, y, n, BLOCK=1024)\nptx = k.asm", "", Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("jit-code-capture-scope", "", "@triton.jit\ndef k2(p):\n    s = _copy.get_capture_scope()\n",
+     Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("tensor-data", "d = y.data", "", Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("tensor-sort", "y.sort()", "", Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("tensor-add-method", "z = y.add(x)", "", Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("inplace-unlisted", "y.addcdiv_(x, x)", "", Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("exception-attr", "try:\n    pass\nexcept Exception as e:\n    t = e.with_traceback", "",
+     Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("generator-send", "g = (i for i in [0])\ns = g.send", "", Rule.ATTRIBUTE_NOT_ALLOWED),
+    ("class-def", "", "class K:\n    pass\n", Rule.CLASS_DEFINITION),
+    ("class-in-function", "class K:\n    pass", "", Rule.CLASS_DEFINITION),
+    ("self-attr-write", "", "def helper(self):\n    self.block = 64\n", Rule.MONKEY_PATCH),
+    ("top-level-call", "", "print('hi')\n", Rule.IMPORT_TIME),
+    ("top-level-helper-call", "", "def h():\n    return 1\nX = h()\n", Rule.IMPORT_TIME),
+    ("top-level-launch", "", "K = _copy[(1,)](None, None, 0, BLOCK=1024)\n", Rule.IMPORT_TIME),
+    ("top-level-for", "", "for i in range(2):\n    pass\n", Rule.IMPORT_TIME),
+    ("top-level-try", "", "try:\n    pass\nexcept Exception:\n    pass\n", Rule.IMPORT_TIME),
+    ("top-level-with", "", "with torch.cuda.device(0):\n    pass\n", Rule.IMPORT_TIME),
+    ("top-level-if", "", "if True:\n    X = 1\n", Rule.IMPORT_TIME),
+    ("top-level-device-query", "", "N = torch.cuda.device_count()\n", Rule.IMPORT_TIME),
+    ("decorator-own-function", "", "def deco(f):\n    return f\n@deco\ndef helper():\n    pass\n",
+     Rule.IMPORT_TIME),
+    ("default-arg-call", "", "def h():\n    return 1\ndef helper(a=h()):\n    return a\n", Rule.IMPORT_TIME),
+    ("annotation-call", "", "def h():\n    return int\ndef helper(a: h()):\n    return a\n", Rule.IMPORT_TIME),
+    ("autotune-configs-from-helper", "", "def cfgs():\n    return []\n@triton.autotune(configs=cfgs(), "
+     "key=['n'])\n@triton.jit\ndef k2(p, n):\n    pass\n", Rule.IMPORT_TIME),
+    ("walrus-at-top-level", "", "X = (Y := print('hi'))\n", Rule.IMPORT_TIME),
 ]
 
 
@@ -232,13 +289,28 @@ ALLOWED = [
     ("views", "a = x.view(-1)\nb = x.T\nc = x.reshape(-1)\nd = x.data_ptr()\ne = x.contiguous()", ""),
     ("host-descriptor", "d = TensorDescriptor.from_tensor(x, [64, 64])",
      "from triton.tools.tensor_descriptor import TensorDescriptor\n"),
-    ("list-and-set-methods", "cfg = [3, 1]\ncfg.sort()\nseen = set()\nseen.add(1)\nd = {}.copy()", ""),
+    ("container-methods", "cfg = [3, 1]\ncfg.append(2)\nd = {}\nd.update(a=1)\nv = d.get('a')\n"
+                          "for k, w in d.items():\n    cfg.extend([w])", ""),
     ("math", "s = math.sqrt(128.0) * math.log2(math.e)", "import math\n"),
     ("main-guard", "", "if __name__ == '__main__':\n    import os\n    x = torch.randn(4)\n    print(torch.allclose(x, x))\n"),
     ("autotune", "", "@triton.autotune(configs=[triton.Config({'B': 64}, num_warps=4)], key=['n'])\n@triton.jit\ndef k2(p, n, B: tl.constexpr):\n    tl.store(p + tl.arange(0, B), tl.load(p + tl.arange(0, B)))\n"),
     ("libdevice", "", "from triton.language.extra import libdevice\n\n@triton.jit\ndef k3(p):\n    tl.store(p, libdevice.exp(tl.load(p)))\n"),
     ("jit-tensor-methods", "", "@triton.jit\ndef k4(p, B: tl.constexpr):\n    x = tl.load(p + tl.arange(0, B)).to(tl.float32)\n    tl.store(p, x.sum(axis=0))\n"),
-    ("self-attr", "", "class Cfg:\n    def __init__(self):\n        self.block = 64\n"),
+    ("builtins", "nb = max(1, min(len(x.shape), abs(-3)))\nok = isinstance(n, int) and bool(n)\n"
+                 "for i, d in enumerate(zip(x.shape, x.stride())):\n    pass\nprint('shape', tuple(x.shape), str(n))", ""),
+    ("raise", "if x.dim() != 1:\n    raise ValueError('1-d tensors only')", ""),
+    ("device-properties", "p = torch.cuda.get_device_properties(x.device)\nsms = p.multi_processor_count\n"
+                          "i = x.device.index", ""),
+    ("host-grid-helper", "g = grid({'B': 64})", "def grid(meta):\n    return (triton.cdiv(16, meta['B']),)\n"),
+    ("top-level-constants", "", "CONFIGS = [triton.Config({'B': b}, num_warps=4) for b in (64, 128)]\n"
+                                "BLOCK: tl.constexpr = tl.constexpr(64)\nDTYPE = tl.bfloat16\nSIZES = (1, 2)\n"
+                                "GRID = lambda meta: (triton.cdiv(1024, meta['B']),)\n"),
+    ("heuristics", "", "@triton.heuristics({'EVEN': lambda args: args['n'] % 16 == 0})\n@triton.jit\n"
+                       "def k5(p, n, EVEN: tl.constexpr):\n    pass\n"),
+    ("jit-descriptor", "", "@triton.jit\ndef k6(p, M, B: tl.constexpr):\n"
+                           "    d = tl.make_tensor_descriptor(p, shape=[M, B], strides=[B, 1], block_shape=[B, B])\n"
+                           "    t = d.load([0, 0])\n    d.store([0, 0], t.to(p.dtype.element_ty).T)\n"),
+    ("docstrings", "", "def helper():\n    \"\"\"Not __init__: a plain helper.\"\"\"\n    return 1\n"),
     ("typing", "", "from typing import Optional\n"),
 ]
 
@@ -300,3 +372,28 @@ def test_the_dsl_namespaces_expose_no_module_outside_the_deny_list():
         leaks += [f"{api}.{a}" for a in dir(value) if not a.startswith("_")
                   and isinstance(getattr(value, a, None), types.ModuleType)]
     assert leaks == []
+
+
+def test_the_jit_attribute_list_names_triton_language_members_only(tmp_path):
+    """Every attribute allowed in @triton.jit code is a member of a triton.language tensor, descriptor, dtype or
+    constexpr, and none reaches into a jit function (its capture scope, source, cache). Checked against the
+    installed triton."""
+    pytest.importorskip("triton")
+    import importlib.util
+
+    import triton.language as tl
+    from triton.language import core
+
+    from ptxcore.triton.rules import JIT_ATTRIBUTES
+
+    block = tl.block_type(tl.float32, [16])
+    values = [tl.tensor(None, block), tl.float32, tl.int32, tl.pointer_type(tl.float32), block, tl.constexpr(1),
+              core.tensor_descriptor(None, [tl.constexpr(16)], [tl.constexpr(1)], block)]
+    members = set().union(*(set(dir(v)) | set(vars(v)) for v in values))
+    assert sorted(JIT_ATTRIBUTES - members) == []
+    module = tmp_path / "jitmod.py"
+    module.write_text("import triton\n\n@triton.jit\ndef k(p):\n    pass\n")
+    spec = importlib.util.spec_from_file_location("ptxbench_jit_attr_probe", module)
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    assert sorted(a for a in JIT_ATTRIBUTES if hasattr(loaded.k, a)) == []
