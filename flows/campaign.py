@@ -98,13 +98,14 @@ def tracking_uri(config: CampaignConfig) -> tuple[str, Path | None]:
     return uri, None
 
 
-def _git_commit() -> str:
+def _git_commit() -> str | None:
+    """The source revision, None where this is not a git checkout or git is missing."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
                              cwd=Path(__file__).resolve().parent)
     except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
+        return None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
 def _open_campaign(config: CampaignConfig, text: str, wh, tracker: MlflowTracker):
@@ -115,9 +116,9 @@ def _open_campaign(config: CampaignConfig, text: str, wh, tracker: MlflowTracker
     if earlier is not None and earlier.config_sha256 != text_sha256(text):
         log.warning("campaign %s: the campaign file changed since it was first run; resuming anyway", config.id)
     try:
-        pkg_version = version("ptxbench")
+        pkg_version: str | None = version("ptxbench")
     except PackageNotFoundError:
-        pkg_version = ""
+        pkg_version = None
     wh.upsert_campaign(CampaignRecord(
         campaign_id=config.id, name=config.name, config_yaml=text, config_sha256=text_sha256(text),
         created_at=earlier.created_at if earlier else now_iso(), ptxbench_version=pkg_version,
@@ -270,7 +271,7 @@ def _pending(plans: list[TrajectoryPlan], runtime: CampaignRuntime, progress: _P
             speedups = [t.speedup for t in recorded if t.speedup is not None]
             record = plan.record(
                 num_turns=len(recorded), stop_reason=reason, best_speedup=max(speedups) if speedups else None,
-                started_at=earlier.started_at if earlier else "", finished_at=now_iso())
+                started_at=earlier.started_at if earlier else None, finished_at=now_iso())
             runtime.writer.record_trajectory(record)
         progress.finished[plan.trajectory_id] = record
     return todo
