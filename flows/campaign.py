@@ -38,7 +38,7 @@ from ptxcore.judge import JudgeBackend, NoGpuJudge, select_judge
 from ptxcore.judge.backends.recorded import RecordedJudge
 from ptxcore.judge.route import parse_file_routes, resolve_routes
 from ptxcore.schema import CampaignRecord, StopReason, TrajectoryRecord, TurnRecord, text_sha256
-from tasks import remote_judge  # noqa: F401 - registers the `prefect` route's backend
+from tasks.remote_judge import SERVED
 
 from .artifacts import (
     ProgressArtifact,
@@ -246,7 +246,8 @@ def select_judges(config: CampaignConfig, cli_routes: dict[str, str] | None, plu
     line > campaign file > auto); says so when turns will not be evaluated."""
     routes = resolve_routes(config.architectures, cli=parse_file_routes(cli_routes or {}),
                             campaign=parse_file_routes(config.profilers), plugin=plugin)
-    judges = {a: select_judge(routes[a], a, recorded=config.recorded_verdicts) for a in config.architectures}
+    judges = {a: select_judge(routes[a], a, recorded=config.recorded_verdicts, served=SERVED)
+              for a in config.architectures}
     for arch, judge in judges.items():
         if isinstance(judge, NoGpuJudge):
             log.warning("%s: %s; compiled turns are recorded as NOT_EVALUATED", arch, judge.reason)

@@ -27,7 +27,7 @@ from prefect.cache_policies import CachePolicy
 
 from ptxcore.arch import Architecture, get_architecture
 from ptxcore.compile import CompiledCandidate
-from ptxcore.judge import InfraFailure, JudgeBackend, RouteKind, register_backend, select_judge
+from ptxcore.judge import BackendFactory, InfraFailure, JudgeBackend, JudgeRoute, RouteKind, select_judge
 from ptxcore.judge.route import worker_route
 from ptxcore.problems import Problem, get_problem
 from ptxcore.schema import EvaluationStatus, JudgeResult, Language
@@ -116,5 +116,10 @@ class PrefectWorkerJudge:
                                f"within {self.timeout_s:.0f} s") from exc
 
 
-register_backend(RouteKind.PREFECT, lambda route, arch: PrefectWorkerJudge(arch))
-"""Routes `prefect` (`profilers: {hopper: prefect}`) are served by this module's backend."""
+def prefect_worker_judge(route: JudgeRoute, arch: str) -> PrefectWorkerJudge:
+    """The backend of route `prefect` (`profilers: {hopper: prefect}`)."""
+    return PrefectWorkerJudge(arch)
+
+
+SERVED: dict[RouteKind, BackendFactory] = {RouteKind.PREFECT: prefect_worker_judge}
+"""The route kinds this module serves, for `select_judge(..., served=SERVED)` (the campaign flow passes it)."""
