@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -21,7 +22,7 @@ from ptxcore.sandbox import Limits, Sandbox, SandboxPolicy, presets  # noqa: E40
 from ptxcore.sandbox.runner import _all_pids, _resident_bytes  # noqa: E402
 
 
-def per_call(fn, n: int) -> float:  # noqa: ANN001
+def per_call(fn: Callable[[], object], n: int) -> float:
     t = time.process_time()
     for _ in range(n):
         fn()

@@ -20,11 +20,10 @@ from prefect import flow, tags
 from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
 
+from ptxcore.adapt.retrieval import NoteRecord
 from ptxcore.agent import (
-    AgentState,
     CampaignConfig,
     CampaignSummary,
-    MiniPTXAgent,
     PriorTurn,
     TrajectoryPlan,
     apply_overrides,
@@ -32,6 +31,7 @@ from ptxcore.agent import (
     headline_rows,
     load_campaign,
     plan_campaign,
+    stop_rule,
 )
 from ptxcore.agent.records import now_iso
 from ptxcore.judge import JudgeBackend, NoGpuJudge, select_judge
@@ -136,8 +136,7 @@ def _open_campaign(config: CampaignConfig, text: str, wh, tracker: MlflowTracker
 
 def finished_reason(plan: TrajectoryPlan, turns: list[TurnRecord], record: TrajectoryRecord | None) -> StopReason | None:
     """Why a trajectory needs no further turn, judging from what is recorded (None: it needs more)."""
-    state = AgentState(system="", user="", turns=[PriorTurn.from_record(t) for t in turns])
-    reason = MiniPTXAgent(llm=None, evaluator=None, config=plan.agent).stop_reason(state)  # type: ignore[arg-type]
+    reason = stop_rule([PriorTurn.from_record(t) for t in turns], plan.agent)
     if reason is None and record is not None and record.stop_reason is StopReason.CONTEXT_OVERFLOW \
             and record.num_turns == len(turns):
         reason = StopReason.CONTEXT_OVERFLOW
@@ -302,7 +301,7 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
 
 def run_campaign(config: CampaignConfig, text: str, plans: list[TrajectoryPlan], judge_plugin: str | None = None,
                  prompt_builder: PromptBuilder | None = None, profilers: dict[str, str] | None = None,
-                 notes=None) -> tuple[CampaignSummary, list[TurnRecord]]:  # noqa: ANN001 - flows.retrieval notes
+                 notes: list[NoteRecord] | None = None) -> tuple[CampaignSummary, list[TurnRecord]]:
     """Run (or resume) the given trajectories of a campaign inside the calling flow: limits, writer, judges,
     fan-out; returns the summary and every turn of the campaign. `prompt_builder` overrides how a plan's
     messages are built (adapt's repair campaigns); `profilers` are the command line's judge routes."""

@@ -46,7 +46,7 @@ def _judge_here(arch: str, source: str, compiled: CompiledCandidate, problem: st
     backend = worker_backend(arch)
     log.info("judging %s (%s) on %s with %s", problem, Language(language).value, arch, backend.name)
     # the build is reused only where its artifact exists and verifies (the same host); elsewhere rebuilt
-    result = backend.judge(source, get_problem(problem), get_architecture(arch), compiled, language=language)
+    result = backend.judge(source, get_problem(problem), get_architecture(arch), compiled=compiled, language=language)
     if result.status is EvaluationStatus.INFRA_ERROR:
         raise InfraFailure(result)
     return result
@@ -103,8 +103,8 @@ class PrefectWorkerJudge:
             "PTXBENCH_WORKER_TIMEOUT_S", "7200"))
         self.name = f"prefect-worker:{self.arch}"
 
-    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate | None = None,
-              workload_uuid: str | None = None, *, language: Language = Language.CUDA) -> JudgeResult:
+    def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
+              workload_uuid: str | None = None, language: Language = Language.CUDA) -> JudgeResult:
         label = f"{problem.name}/{(compiled.result.source_sha256 if compiled else 'source')[:12]}"
         future = self.task.delay(source, compiled, problem.name, label, Language(language))
         log.info("judge task %s for %s submitted to `ptxbench worker --arch %s`", future.task_run_id, problem.name,

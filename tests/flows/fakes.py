@@ -39,8 +39,8 @@ class FakeJudge:
         self.calls = 0
         self.languages: list[Language] = []
 
-    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate, *,
-              language: Language = Language.CUDA) -> JudgeResult:
+    def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
+              workload_uuid: str | None = None, language: Language = Language.CUDA) -> JudgeResult:
         self.calls += 1
         self.languages.append(Language(language))
         time.sleep(float(os.environ.get("FAKE_JUDGE_DELAY_S", "0")))

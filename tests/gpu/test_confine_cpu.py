@@ -7,6 +7,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -203,7 +204,7 @@ def test_the_judge_reads_the_maps_of_the_process_inside(tmp_path):
     assert str(stage.candidate) in mapped
 
 
-def _maps(pid: int, parse) -> list[str]:  # noqa: ANN001
+def _maps(pid: int, parse: Callable[[str], list[str]]) -> list[str]:
     try:
         return parse(Path(f"/proc/{pid}/maps").read_text())
     except OSError:

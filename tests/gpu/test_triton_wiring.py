@@ -10,6 +10,7 @@ import sys
 import threading
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -23,6 +24,20 @@ from ptxcore.gpu.messages import Channel, ChildOp, ChildReply, ChildRequest
 from ptxcore.schema import EvaluationStatus
 from ptxcore.triton.loader import CandidateFault, CandidateLoadError
 from ptxcore.triton.session import CandidateCallError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ptxcore.arch import Architecture
+    from ptxcore.gpu.harness.l2 import L2Flusher
+    from ptxcore.gpu.harness.monitor import GpuMonitor
+    from ptxcore.gpu.harness.state import WorkloadState
+    from ptxcore.gpu.pipeline.result import ResultBuilder
+    from ptxcore.gpu.pipeline.session import SessionOutcome, SessionPlan
+    from ptxcore.gpu.pipeline.tools import ToolStages
+    from ptxcore.gpu.pipeline.verdicts import Verdict
+    from ptxcore.problems import Problem
+    from ptxcore.schema import TargetInstructionEvidence
 
 GEMM = "gemm_n7168_k5120"
 HOPPER = get_architecture("hopper")
@@ -246,7 +261,7 @@ class FakeChild:
     def __init__(self, replies: list[ChildReply]) -> None:
         self.replies, self.timeouts = list(replies), []
 
-    def request(self, op, args, what, timeout_s):  # noqa: ANN001
+    def request(self, op: ChildOp, args: dict | None, what: str, timeout_s: float) -> ChildReply:
         self.timeouts.append(timeout_s)
         return self.replies.pop(0)
 
@@ -371,21 +386,23 @@ def fake_gpu_judge(monkeypatch, tmp_path):
     seen: dict = {"outcome": SessionOutcome(latency_ms=2.0, correctness=[checked])}
 
     class FakeSession:
-        def __init__(self, plan, state, flusher, monitor) -> None:  # noqa: ANN001
+        def __init__(self, plan: SessionPlan, state: WorkloadState, flusher: L2Flusher, monitor: GpuMonitor) -> None:
             seen["plan"] = plan
             self.out = seen["outcome"]
             self.out.launches = {"kernels": ["gemm_nt_tma_persistent"], "steady": [], "per_call": []}
 
-        def run(self, gate):  # noqa: ANN001
+        def run(self, gate: Callable[[], Verdict | None] | None) -> SessionOutcome:
             files = Path(seen["plan"].load["source"]).parent
             seen["kernel_during_session"] = (files / "kernel.py").read_text()
             seen["gate"] = gate() if gate else "no gate"
             return self.out
 
-    def memcheck(tools, files, launches, sha, problem, workload, result):  # noqa: ANN001
+    def memcheck(tools: ToolStages, files: TritonFiles, launches: dict, sha: str, problem: Problem, workload: str,
+                 result: ResultBuilder) -> None:
         seen["memcheck"] = (files.root, launches["kernels"], sha)
 
-    def evidence(tools, files, launches, sha, problem, workload, arch, result):  # noqa: ANN001
+    def evidence(tools: ToolStages, files: TritonFiles, launches: dict, sha: str, problem: Problem, workload: str,
+                 arch: Architecture, result: ResultBuilder) -> TargetInstructionEvidence:
         seen["evidence"] = files.root
         return TargetInstructionEvidence(status=TargetInstruction.EXECUTED, source_sha256=sha, tool="ncu (fake)")
 
