@@ -120,6 +120,26 @@ def test_triton_files_source_read_only_cache_writable(tmp_path):
         files.remove()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the drop to nobody happens where the judge runs as root")
+def test_a_triton_stage_runs_as_nobody_with_this_python(tmp_path):
+    """Issue 24: on the H200 every Triton memcheck and ncu stage ran as root, since nobody could not reach the
+    candidate's kernel.py in the judge's private (0700) workspace; nor, where Python lives under /root, the
+    interpreter. Both are staged for nobody now: the stage runs this interpreter as 65534, reads kernel.py and
+    writes the Triton cache."""
+    files = TritonFiles.create("import triton\n", parent=tmp_path)
+    assert files.root.stat().st_mode & 0o777 == 0o700
+    code = (f"import os; print(os.getuid()); print(open({str(files.source)!r}).read().split()[1]); "
+            f"open({str(files.cache / 'k.cubin')!r}, 'w').write('cubin')")
+    try:
+        for stage_name in ("memcheck", "ncu"):
+            with StageSandbox(stage_name, files) as stage:
+                out = stage.run([sys.executable, "-c", code], 60)
+            assert out.ok and out.stdout.split() == ["65534", "triton"], out.stderr[-800:]
+            assert (files.cache / "k.cubin").read_text() == "cubin"
+    finally:
+        files.remove()
+
+
 def test_links_under_usr_local_are_recreated_once(tmp_path):
     links = hidden_links(["/usr/local/cuda/bin/ncu", "/usr/local/cuda/lib64", str(tmp_path)])
     if not Path("/usr/local/cuda").is_symlink():
