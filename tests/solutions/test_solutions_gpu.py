@@ -12,14 +12,14 @@ import pytest
 from ptxcore.arch import get_architecture
 from ptxcore.problems import get_problem
 from ptxcore.schema import EvaluationStatus, TargetInstruction
-from research.kernel_models.kernel_source import SOLUTIONS
+from research.kernel_models.kernel_source import SOLUTIONS, kernel_id, library_kernels, uses_target_path
 
-from .test_solutions_compile import IDS, KERNELS, uses_target_path
+KERNELS = library_kernels()
 
 
 @pytest.mark.gpu
 @pytest.mark.slow
-@pytest.mark.parametrize("path", KERNELS, ids=IDS)
+@pytest.mark.parametrize("path", KERNELS, ids=kernel_id)
 def test_solution_passes_on_hopper(path):
     from ptxcore.gpu import judge_candidate
 
