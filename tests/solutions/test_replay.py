@@ -23,7 +23,7 @@ CPP_BLOCK = re.compile(r"```cpp\n(.*?)```", re.DOTALL)
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, SOLUTIONS / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, SOLUTIONS.parent / "tools" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault(name, module)
     spec.loader.exec_module(module)
@@ -42,7 +42,7 @@ IDS = [f"{lib}-{p}-turn{i}-{turn.expect}" for lib, p, i, turn in TURNS]
 
 
 def test_yaml_files_are_up_to_date():
-    assert BUILDER.main(["--check"]) == 0, "run: python solutions/build_replay.py"
+    assert BUILDER.main(["--check"]) == 0, "run: python tools/build_replay.py"
 
 
 def test_one_trajectory_per_primary_problem_with_the_required_states():

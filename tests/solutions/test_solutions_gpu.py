@@ -2,7 +2,7 @@
 
 Every library kernel must be PASSED; the wgmma kernels must execute their target instructions and the
 generic ones have none. Latency and speedup are printed (pytest -s) for the README table, which
-solutions/run_all.sh + make_table.py produce from the same judge.
+tools/run_solutions.sh + tools/solutions_table.py produce from the same judge.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""solutions/make_table.py renders what the envelopes say, marks what is missing, and edits only its section.
+"""tools/solutions_table.py renders what the envelopes say, marks what is missing, and edits only its section.
 
 The envelopes here are hand-written test inputs in the shape of `ptxbench eval --json`, not results.
 """
@@ -20,11 +20,13 @@ from ptxcore.schema import (
 )
 from research.kernel_models.kernel_source import SOLUTIONS
 
+TOOLS = SOLUTIONS.parent / "tools"
+
 
 def _load():
-    spec = importlib.util.spec_from_file_location("make_table", SOLUTIONS / "make_table.py")
+    spec = importlib.util.spec_from_file_location("solutions_table", TOOLS / "solutions_table.py")
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_table", module)
+    sys.modules.setdefault("solutions_table", module)
     spec.loader.exec_module(module)
     return module
 
