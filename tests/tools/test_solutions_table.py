@@ -5,9 +5,7 @@ The envelopes here are hand-written test inputs in the shape of `ptxbench eval -
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import pytest
 
@@ -19,19 +17,9 @@ from ptxcore.schema import (
     TargetInstructionEvidence,
 )
 from research.kernel_models.kernel_source import SOLUTIONS
+from tests.scripts import load_script
 
-TOOLS = SOLUTIONS.parent / "tools"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("solutions_table", TOOLS / "solutions_table.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("solutions_table", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-MT = _load()
+MT = load_script(SOLUTIONS.parent / "tools" / "solutions_table.py", "solutions_table")
 
 
 def envelope(status: EvaluationStatus, latency=None, reference=None, target=TargetInstruction.ABSENT) -> dict:
