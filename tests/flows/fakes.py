@@ -59,14 +59,14 @@ class FakeJudge:
                 target_instruction=TargetInstructionEvidence(status=TargetInstruction.EXECUTED, tool="fake"),
                 correctness=JudgeCorrectness(max_absolute_error=0.001, max_relative_error=0.002),
                 performance=Performance(latency_ms=1.0 / s, reference_latency_ms=1.0, speedup_factor=s),
-                compile=compiled.result, sass=compiled.sass,
+                compile=compiled.result if compiled else None, sass=compiled.sass if compiled else None,
             )
         return JudgeResult(
             status=EvaluationStatus.INCORRECT_NUMERICAL, reason="mismatch in 100% of elements" + (
                 "" if Language(language) is Language.CUDA else f" (judged as {Language(language).value})"),
             definition=problem.name, arch=arch.key, environment=env, target_instruction=evidence,
             correctness=JudgeCorrectness(max_absolute_error=3.5, max_relative_error=1.0),
-            compile=compiled.result, sass=compiled.sass,
+            compile=compiled.result if compiled else None, sass=compiled.sass if compiled else None,
         )
 
 

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from ptxcore.judge import JudgeRoute, RouteError, select_judge
 from ptxcore.schema import EvaluationStatus
 from ptxcore.warehouse import Warehouse
 from tasks.remote_judge import SERVED, PrefectWorkerJudge, judge_on_blackwell, judge_on_hopper, worker_task
+from tests.waiting import wait_for
 
 from .conftest import write_config
 
@@ -75,11 +75,13 @@ def hopper_worker(flow_env, repo_root, tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", CLI, "worker", "--arch", "hopper", "--judge-plugin",
                              "tests.flows.fakes:fake_judge", "--limit", "2"], cwd=repo_root, env=env,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while "serving judge-on-hopper" not in (tmp_path / "worker.log").read_text():
-        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
-        time.sleep(0.5)
-    time.sleep(2.0)  # subscribed
+    def serving() -> bool:
+        assert proc.poll() is None, (tmp_path / "worker.log").read_text()
+        return "serving judge-on-hopper" in (tmp_path / "worker.log").read_text()
+
+    wait_for(serving, 120, "the worker to serve judge-on-hopper")
+    # No wait for its subscription: a task run delayed before the worker subscribes waits in the server's
+    # queue for its task key (prefect.server.task_queue.TaskQueue) and is delivered when it does.
     yield {"infra": infra, "log": tmp_path / "worker.log"}
     os.killpg(proc.pid, signal.SIGINT)
     try:

@@ -15,6 +15,7 @@ import pytest
 from ptxcore.gpu.harness.confine import LIBRARY_NAME, StageSandbox, hidden_links, stage_policy
 from ptxcore.gpu.harness.triton import TritonFiles
 from ptxcore.sandbox import MountKind, SandboxStatus, find_bwrap, presets
+from tests.waiting import wait_for
 
 try:
     find_bwrap()
@@ -84,12 +85,11 @@ def test_a_detached_process_dies_with_the_stage():
     marker = f"600.{os.getpid()}{int(time.time())}"
     with StageSandbox("child", None) as stage:
         proc = stage.spawn(["/bin/sh", "-c", f"setsid sleep {marker} & sleep 30"])
-        time.sleep(0.5)
-        assert len(proc.member_pids()) >= 2  # the judge sees the processes inside (for /proc/PID/maps)
+        # the judge sees the processes inside (for /proc/PID/maps): the shell and its detached sleep
+        wait_for(lambda: len(proc.member_pids()) >= 2, 20, "both processes inside the stage")
         stage.kill(proc)
-    time.sleep(0.3)
-    alive = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p).find(marker) >= 0]
-    assert not alive
+    wait_for(lambda: not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p).find(marker) >= 0],
+             10, "the detached sleep to die with the stage")
 
 
 def _cmdline(p: Path) -> str:
@@ -215,13 +215,9 @@ def test_the_judge_reads_the_maps_of_the_process_inside(tmp_path):
     with StageSandbox("child", lib) as stage:
         proc = stage.spawn(["/bin/sh", "-c", f"{sys.executable} -c \"import ctypes, time; "
                             f"ctypes.CDLL('{stage.candidate}'); print('loaded', flush=True); time.sleep(30)\""])
-        for _ in range(100):
-            mapped = [m for pid in proc.member_pids() for m in _maps(pid, parse_maps)]
-            if str(stage.candidate) in mapped:
-                break
-            time.sleep(0.1)
+        wait_for(lambda: str(stage.candidate) in [m for pid in proc.member_pids() for m in _maps(pid, parse_maps)],
+                 10, "the candidate library in the maps of a process inside")
         stage.kill(proc)
-    assert str(stage.candidate) in mapped
 
 
 def _maps(pid: int, parse: Callable[[str], list[str]]) -> list[str]:

@@ -20,6 +20,7 @@ from ptxcore.sandbox import (
     run,
 )
 from ptxcore.schema import SandboxMode
+from tests.waiting import wait_for
 
 from .conftest import processes_matching
 
@@ -103,8 +104,7 @@ def test_a_detached_descendant_does_not_outlive_the_command(policy):
     marker = f"1000.{random.randrange(10**9)}"
     out = sh(f"setsid sleep {marker} & setsid -f sleep {marker}; echo started", policy)
     assert out.ok and out.stdout == "started\n"
-    time.sleep(0.2)
-    assert processes_matching(marker) == []
+    wait_for(lambda: processes_matching(marker) == [], 10, "the detached sleeps to die with the sandbox")
 
 
 def test_timeout_kills_the_whole_sandbox_and_removes_scratch(policy):
@@ -159,8 +159,7 @@ def test_resident_limit_counts_every_process_of_the_sandbox(policy):
     script = f"for i in 1 2 3 4 5 6; do ( {_grow(70)}; setsid sleep {marker} ) & done; wait; echo survived"
     out = run(["/bin/bash", "-c", script], limited, 60)
     assert out.status is SandboxStatus.MEMORY_LIMIT and "survived" not in out.stdout
-    time.sleep(0.2)
-    assert processes_matching(marker) == []
+    wait_for(lambda: processes_matching(marker) == [], 10, "every process of the killed sandbox to be gone")
 
 
 def test_resident_limit_leaves_a_modest_process_alone(policy):
