@@ -107,18 +107,16 @@ class SandboxProcess:
               stdout: Redirect = subprocess.PIPE, stderr: Redirect = subprocess.PIPE,
               pass_fds: tuple[int, ...] = ()) -> SandboxProcess:
         """Start `cmd` under `policy` in `root` (make_root) as `uid`; `pass_fds` are visible inside."""
-        status_r = status_w = None
-        binds: list[tuple[str, str]] = []
-        if mode is SandboxMode.UNSANDBOXED:
-            argv, keep = cmd, tuple(pass_fds)
-            env, where = sandbox_env(policy), str(root / "files") if cwd is None else cwd
-        else:
-            reach = Reach(root, uid, uid) if uid != os.getuid() else None  # root dropping to nobody
-            status_r, status_w = os.pipe()
-            argv = bwrap_argv(policy, root, cmd, status_w, cwd, reach)
-            binds = reach.binds if reach is not None else []
-            keep, env, where = (*pass_fds, status_w), {"PATH": "/usr/bin:/bin"}, "/"
+        status_r, status_w = os.pipe() if mode is SandboxMode.BWRAP else (None, None)
         try:
+            if status_w is None:
+                argv, keep, binds = cmd, tuple(pass_fds), []
+                env, where = sandbox_env(policy), str(root / "files") if cwd is None else cwd
+            else:
+                reach = Reach(root, uid, uid) if uid != os.getuid() else None  # root dropping to nobody
+                argv = bwrap_argv(policy, root, cmd, status_w, cwd, reach)
+                binds = reach.binds if reach is not None else []
+                keep, env, where = (*pass_fds, status_w), {"PATH": "/usr/bin:/bin"}, "/"
             popen = subprocess.Popen(
                 with_limits(argv, policy.limits, uid, binds), stdin=stdin, stdout=stdout, stderr=stderr,
                 pass_fds=keep, env=env, cwd=where, start_new_session=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import socket
 import time
 from pathlib import Path
@@ -357,3 +358,17 @@ def test_a_shell_exit_status_above_128_is_a_signal(code, split):
     from ptxcore.sandbox.process import split_exit
 
     assert split_exit(code) == split
+
+
+def test_a_start_that_fails_leaves_no_descriptor_open(policy, tmp_path, monkeypatch):
+    from ptxcore.sandbox.process import SandboxProcess, make_root
+
+    root = make_root("test-fds", os.getuid())
+    monkeypatch.setenv("PTXBENCH_BWRAP", str(tmp_path / "no-bwrap"))
+    before = len(os.listdir("/proc/self/fd"))
+    try:
+        with pytest.raises(SandboxUnavailableError, match="PTXBENCH_BWRAP"):
+            SandboxProcess.start(policy, root, ["/bin/true"], uid=os.getuid())
+    finally:
+        shutil.rmtree(root)
+    assert len(os.listdir("/proc/self/fd")) == before
