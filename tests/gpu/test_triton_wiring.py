@@ -214,7 +214,9 @@ def test_the_workspace_holds_a_read_only_kernel_and_a_private_cache(tmp_path):
 
 @pytest.fixture
 def tools_on_path(monkeypatch, tmp_path) -> Path:
-    tool = tmp_path / "tool"
+    bindir = tmp_path / "bin"  # its own install folder (the stage mounts it read-only), readable by everyone as a
+    bindir.mkdir(mode=0o755)  # tool's is: where the judge is root, the stage runs it as nobody
+    tool = bindir / "tool"
     tool.write_text("#!/bin/sh\nexit 0\n")
     tool.chmod(0o755)
     monkeypatch.setenv("PTXBENCH_NCU", str(tool))
