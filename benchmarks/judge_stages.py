@@ -17,6 +17,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ptxcore.arch import Architecture
+    from ptxcore.compile import CompiledCandidate
+    from ptxcore.gpu.config import JudgeConfig
+    from ptxcore.problems import Problem
+    from ptxcore.schema import JudgeResult
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -25,7 +33,9 @@ DEFAULT_KERNEL = REPO / "solutions" / "gemm_n7168_k5120" / "wgmma_tma_ws.cu"
 COLUMNS = ("cpu_compile", "build", "workload_and_reference", "sanitizer", "correctness", "timing", "ncu", "total")
 
 
-def _judge(source, problem, arch, config, compiled):  # noqa: ANN001, ANN202 - old and new judge API
+def _judge(source: str, problem: Problem, arch: Architecture, config: JudgeConfig,
+           compiled: CompiledCandidate) -> JudgeResult:
+    """The judge's verdict through its current API, else the one before the judging seam (no build)."""
     from ptxcore.gpu import judge_candidate
 
     try:

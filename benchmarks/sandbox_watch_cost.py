@@ -3,7 +3,7 @@
     python benchmarks/sandbox_watch_cost.py [--polls 200]
 
 Starts one sandbox (real bubblewrap) holding a sleeping command, then times, side by side on this host, the
-two parts of a poll of ptxcore.sandbox.runner.MemoryWatch: finding the sandbox's members (a pass over every
+two parts of a poll of ptxcore.sandbox.memory.MemoryWatch: finding the sandbox's members (a pass over every
 process of the host) and reading their resident sizes. The watch reads sizes every 50 ms and finds members
 every 500 ms; the last row is the CPU share of one core that this costs per running stage.
 """
@@ -13,15 +13,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ptxcore.sandbox import Limits, Sandbox, SandboxPolicy, presets  # noqa: E402
-from ptxcore.sandbox.runner import _all_pids, _resident_bytes  # noqa: E402
+from ptxcore.sandbox.memory import resident_bytes  # noqa: E402
+from ptxcore.sandbox.process import all_pids  # noqa: E402
 
 
-def per_call(fn, n: int) -> float:  # noqa: ANN001
+def per_call(fn: Callable[[], object], n: int) -> float:
     t = time.process_time()
     for _ in range(n):
         fn()
@@ -39,11 +41,11 @@ def main() -> int:
         time.sleep(0.3)
         members = proc.member_pids(drain=False)
         find = per_call(lambda: proc.member_pids(drain=False), args.polls)
-        read = per_call(lambda: sum(_resident_bytes(p) for p in members), args.polls)
+        read = per_call(lambda: sum(resident_bytes(p) for p in members), args.polls)
         box.kill(proc)
     every_poll = 20 * (find + read)
     watch = 20 * read + 2 * find
-    print(f"host processes: {len(_all_pids())}; sandbox members: {len(members)}")
+    print(f"host processes: {len(all_pids())}; sandbox members: {len(members)}")
     print("| step | CPU ms per call |")
     print("|---|---|")
     print(f"| find the members (every process of the host) | {find * 1e3:.3f} |")

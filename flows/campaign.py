@@ -20,11 +20,10 @@ from prefect import flow, tags
 from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
 
+from ptxcore.adapt.retrieval import NoteRecord
 from ptxcore.agent import (
-    AgentState,
     CampaignConfig,
     CampaignSummary,
-    MiniPTXAgent,
     PriorTurn,
     TrajectoryPlan,
     apply_overrides,
@@ -32,13 +31,14 @@ from ptxcore.agent import (
     headline_rows,
     load_campaign,
     plan_campaign,
+    stop_rule,
 )
 from ptxcore.agent.records import now_iso
 from ptxcore.judge import JudgeBackend, NoGpuJudge, select_judge
 from ptxcore.judge.backends.recorded import RecordedJudge
 from ptxcore.judge.route import parse_file_routes, resolve_routes
 from ptxcore.schema import CampaignRecord, StopReason, TrajectoryRecord, TurnRecord, text_sha256
-from tasks import remote_judge  # noqa: F401 - registers the `prefect` route's backend
+from tasks.remote_judge import SERVED
 
 from .artifacts import (
     ProgressArtifact,
@@ -98,13 +98,14 @@ def tracking_uri(config: CampaignConfig) -> tuple[str, Path | None]:
     return uri, None
 
 
-def _git_commit() -> str:
+def _git_commit() -> str | None:
+    """The source revision, None where this is not a git checkout or git is missing."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
                              cwd=Path(__file__).resolve().parent)
     except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
+        return None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
 def _open_campaign(config: CampaignConfig, text: str, wh, tracker: MlflowTracker):
@@ -115,9 +116,9 @@ def _open_campaign(config: CampaignConfig, text: str, wh, tracker: MlflowTracker
     if earlier is not None and earlier.config_sha256 != text_sha256(text):
         log.warning("campaign %s: the campaign file changed since it was first run; resuming anyway", config.id)
     try:
-        pkg_version = version("ptxbench")
+        pkg_version: str | None = version("ptxbench")
     except PackageNotFoundError:
-        pkg_version = ""
+        pkg_version = None
     wh.upsert_campaign(CampaignRecord(
         campaign_id=config.id, name=config.name, config_yaml=text, config_sha256=text_sha256(text),
         created_at=earlier.created_at if earlier else now_iso(), ptxbench_version=pkg_version,
@@ -135,8 +136,7 @@ def _open_campaign(config: CampaignConfig, text: str, wh, tracker: MlflowTracker
 
 def finished_reason(plan: TrajectoryPlan, turns: list[TurnRecord], record: TrajectoryRecord | None) -> StopReason | None:
     """Why a trajectory needs no further turn, judging from what is recorded (None: it needs more)."""
-    state = AgentState(system="", user="", turns=[PriorTurn.from_record(t) for t in turns])
-    reason = MiniPTXAgent(llm=None, evaluator=None, config=plan.agent).stop_reason(state)  # type: ignore[arg-type]
+    reason = stop_rule([PriorTurn.from_record(t) for t in turns], plan.agent)
     if reason is None and record is not None and record.stop_reason is StopReason.CONTEXT_OVERFLOW \
             and record.num_turns == len(turns):
         reason = StopReason.CONTEXT_OVERFLOW
@@ -245,7 +245,8 @@ def select_judges(config: CampaignConfig, cli_routes: dict[str, str] | None, plu
     line > campaign file > auto); says so when turns will not be evaluated."""
     routes = resolve_routes(config.architectures, cli=parse_file_routes(cli_routes or {}),
                             campaign=parse_file_routes(config.profilers), plugin=plugin)
-    judges = {a: select_judge(routes[a], a, recorded=config.recorded_verdicts) for a in config.architectures}
+    judges = {a: select_judge(routes[a], a, recorded=config.recorded_verdicts, served=SERVED)
+              for a in config.architectures}
     for arch, judge in judges.items():
         if isinstance(judge, NoGpuJudge):
             log.warning("%s: %s; compiled turns are recorded as NOT_EVALUATED", arch, judge.reason)
@@ -270,7 +271,7 @@ def _pending(plans: list[TrajectoryPlan], runtime: CampaignRuntime, progress: _P
             speedups = [t.speedup for t in recorded if t.speedup is not None]
             record = plan.record(
                 num_turns=len(recorded), stop_reason=reason, best_speedup=max(speedups) if speedups else None,
-                started_at=earlier.started_at if earlier else "", finished_at=now_iso())
+                started_at=earlier.started_at if earlier else None, finished_at=now_iso())
             runtime.writer.record_trajectory(record)
         progress.finished[plan.trajectory_id] = record
     return todo
@@ -300,7 +301,7 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
 
 def run_campaign(config: CampaignConfig, text: str, plans: list[TrajectoryPlan], judge_plugin: str | None = None,
                  prompt_builder: PromptBuilder | None = None, profilers: dict[str, str] | None = None,
-                 notes=None) -> tuple[CampaignSummary, list[TurnRecord]]:  # noqa: ANN001 - flows.retrieval notes
+                 notes: list[NoteRecord] | None = None) -> tuple[CampaignSummary, list[TurnRecord]]:
     """Run (or resume) the given trajectories of a campaign inside the calling flow: limits, writer, judges,
     fan-out; returns the summary and every turn of the campaign. `prompt_builder` overrides how a plan's
     messages are built (adapt's repair campaigns); `profilers` are the command line's judge routes."""

@@ -32,7 +32,7 @@ def retry_on_infra(task: Any, task_run: Any, state: Any) -> bool:
 def judge_kernel(backend: JudgeBackend, source: str, compiled: CompiledCandidate, problem: str, arch: str,
                  label: str, language: Language = Language.CUDA) -> JudgeResult:
     """Judge one kernel that passed its CPU stage; INFRA_ERROR raises so that Prefect retries it."""
-    result = backend.judge(source, get_problem(problem), get_architecture(arch), compiled, language=language)
+    result = backend.judge(source, get_problem(problem), get_architecture(arch), compiled=compiled, language=language)
     if result.status is EvaluationStatus.INFRA_ERROR:
         raise InfraFailure(result)
     return outcome(result.status.value, result.reason or result.status.value, result)  # type: ignore[return-value]

@@ -27,7 +27,7 @@ from prefect.cache_policies import CachePolicy
 
 from ptxcore.arch import Architecture, get_architecture
 from ptxcore.compile import CompiledCandidate
-from ptxcore.judge import InfraFailure, JudgeBackend, RouteKind, register_backend, select_judge
+from ptxcore.judge import BackendFactory, InfraFailure, JudgeBackend, JudgeRoute, RouteKind, select_judge
 from ptxcore.judge.route import worker_route
 from ptxcore.problems import Problem, get_problem
 from ptxcore.schema import EvaluationStatus, JudgeResult, Language
@@ -46,7 +46,7 @@ def _judge_here(arch: str, source: str, compiled: CompiledCandidate, problem: st
     backend = worker_backend(arch)
     log.info("judging %s (%s) on %s with %s", problem, Language(language).value, arch, backend.name)
     # the build is reused only where its artifact exists and verifies (the same host); elsewhere rebuilt
-    result = backend.judge(source, get_problem(problem), get_architecture(arch), compiled, language=language)
+    result = backend.judge(source, get_problem(problem), get_architecture(arch), compiled=compiled, language=language)
     if result.status is EvaluationStatus.INFRA_ERROR:
         raise InfraFailure(result)
     return result
@@ -103,8 +103,8 @@ class PrefectWorkerJudge:
             "PTXBENCH_WORKER_TIMEOUT_S", "7200"))
         self.name = f"prefect-worker:{self.arch}"
 
-    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate | None = None,
-              workload_uuid: str | None = None, *, language: Language = Language.CUDA) -> JudgeResult:
+    def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
+              workload_uuid: str | None = None, language: Language = Language.CUDA) -> JudgeResult:
         label = f"{problem.name}/{(compiled.result.source_sha256 if compiled else 'source')[:12]}"
         future = self.task.delay(source, compiled, problem.name, label, Language(language))
         log.info("judge task %s for %s submitted to `ptxbench worker --arch %s`", future.task_run_id, problem.name,
@@ -116,5 +116,10 @@ class PrefectWorkerJudge:
                                f"within {self.timeout_s:.0f} s") from exc
 
 
-register_backend(RouteKind.PREFECT, lambda route, arch: PrefectWorkerJudge(arch))
-"""Routes `prefect` (`profilers: {hopper: prefect}`) are served by this module's backend."""
+def prefect_worker_judge(route: JudgeRoute, arch: str) -> PrefectWorkerJudge:
+    """The backend of route `prefect` (`profilers: {hopper: prefect}`)."""
+    return PrefectWorkerJudge(arch)
+
+
+SERVED: dict[RouteKind, BackendFactory] = {RouteKind.PREFECT: prefect_worker_judge}
+"""The route kinds this module serves, for `select_judge(..., served=SERVED)` (the campaign flow passes it)."""

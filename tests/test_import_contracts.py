@@ -6,6 +6,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import grimp
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -69,7 +73,8 @@ def test_no_import_cycles():
     assert not cycles, f"import cycles: {cycles}"
 
 
-def _strongly_connected(graph) -> list[list[str]]:  # noqa: ANN001 - Tarjan's algorithm, iterative
+def _strongly_connected(graph: grimp.ImportGraph) -> list[list[str]]:
+    """Tarjan's algorithm, iterative."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     on_stack: set[str] = set()

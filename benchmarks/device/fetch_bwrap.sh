@@ -6,8 +6,8 @@
 #   .carry/bwrap/lib/             its libraries: libcap2, libselinux1, libpcre2-8-0
 # On the GPU host: export PTXBENCH_BWRAP=$PWD/.carry/bwrap/bwrap (carry [".carry/bwrap"]). The sandbox
 # clears the environment of what it runs (--clearenv), so LD_LIBRARY_PATH stops at bwrap.
-# As root the sandbox drops to nobody when it can; nobody must then be able to reach the wrapper (copy the
-# folder to /opt/bwrap where the repository lies under a private home), else it runs as root and says so.
+# As root the sandbox runs as nobody; where the wrapper lies under a private home (mode 0700), the sandbox
+# stages its folder for nobody (ptxcore/sandbox/reach.py), so no copy to /opt is needed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=.carry/bwrap

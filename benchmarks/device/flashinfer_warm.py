@@ -24,7 +24,15 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+    from ptxcore.gpu.harness.workloads import WorkloadSpec
+    from ptxcore.problems import Problem
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -60,7 +68,7 @@ def workload_inputs(name: str):
     return problem, spec, generate_inputs(problem, spec, problem.extension.seed)
 
 
-def definition_reference(problem, inputs: dict) -> dict:  # noqa: ANN001
+def definition_reference(problem: Problem, inputs: dict) -> dict:
     """The definition's `reference` source, run as written (float32 maths on the GPU)."""
     namespace: dict = {}
     exec(compile(problem.definition.reference, f"<{problem.name} reference>", "exec"), namespace)  # noqa: S102
@@ -68,7 +76,7 @@ def definition_reference(problem, inputs: dict) -> dict:  # noqa: ANN001
     return dict(zip(OUTPUTS, out, strict=True))
 
 
-def mismatch(got, want, atol: float = 1e-2, rtol: float = 1e-2) -> dict:  # noqa: ANN001
+def mismatch(got: torch.Tensor, want: torch.Tensor, atol: float = 1e-2, rtol: float = 1e-2) -> dict:
     import torch
 
     got, want = got.float(), want.float()
@@ -81,7 +89,7 @@ def mismatch(got, want, atol: float = 1e-2, rtol: float = 1e-2) -> dict:  # noqa
             "max_abs_err": float(err[finite].max()) if finite.any() else None}
 
 
-def timed(fn, iters: int) -> tuple[float, float]:  # noqa: ANN001
+def timed(fn: Callable[[], object], iters: int) -> tuple[float, float]:
     """(first call in s, mean of `iters` calls in ms after 10 warm-ups), CUDA events."""
     import torch
 
@@ -100,7 +108,7 @@ def timed(fn, iters: int) -> tuple[float, float]:  # noqa: ANN001
     return first, start.elapsed_time(end) / iters
 
 
-def check_flashinfer(problem, inputs: dict, want: dict, iters: int) -> dict:  # noqa: ANN001
+def check_flashinfer(problem: Problem, inputs: dict, want: dict, iters: int) -> dict:
     from ptxcore.gpu.harness.flashinfer import flashinfer_baseline
 
     baseline = flashinfer_baseline(problem)
@@ -113,7 +121,7 @@ def check_flashinfer(problem, inputs: dict, want: dict, iters: int) -> dict:  # 
     return rec
 
 
-def check_ours(problem, spec, inputs: dict, want: dict, iters: int) -> dict:  # noqa: ANN001
+def check_ours(problem: Problem, spec: WorkloadSpec, inputs: dict, want: dict, iters: int) -> dict:
     import torch
     import tvm_ffi
 

@@ -6,7 +6,7 @@
 #
 # Steps (STEPS overrides): env -> prebuild (all kernels in parallel, nvcc -lcuda, filling the compile
 # cache) -> eval (`ptxbench eval --json` per kernel: the 16 d64/d96 attention kernels first, then the 3
-# GQA kernels, then the 8 regenerated d128 attention kernels) -> table (solutions/make_table.py).
+# GQA kernels, then the 8 regenerated d128 attention kernels) -> table (tools/solutions_table.py).
 # Time box: no eval starts after DEADLINE_S (default 390 s; an eval is cut at EVAL_TIMEOUT, default 140 s) from the start, so the call ends before
 # 9 minutes; envelopes already in RESULTS (default /tmp/gen-results, kept while the machine stays warm)
 # are not judged again, so calling the script again on the warm machine judges the rest. Every call
@@ -60,7 +60,7 @@ for step in $STEPS; do
       } 2>&1 | tee "$OUT/env.log" ;;
     prebuild) timeout 150 python3 benchmarks/device/prebuild.py $KERNELS 2>&1 | tee "$OUT/prebuild.log" ;;
     eval) for k in $KERNELS; do judge "$k"; done 2>&1 | tee -a "$OUT/eval.log" ;;
-    table) python3 solutions/make_table.py "$RESULTS" > "$OUT/table.md" 2>&1; cat "$OUT/table.md" ;;
+    table) python3 tools/solutions_table.py "$RESULTS" > "$OUT/table.md" 2>&1; cat "$OUT/table.md" ;;
   esac
 done
 cp "$RESULTS"/exit_codes.tsv "$OUT"/ 2>/dev/null

@@ -7,7 +7,7 @@ per problem), writing one JudgeResult envelope per candidate — the default pro
                                                                               # (DIR2/<problem>/<name>.cu)
 
 DIR/<problem>__<name>.json is the envelope (`ptxbench eval --json` layout) and DIR/kernels/<problem>__<name>.cu
-the exact text judged (so verdicts can be recorded by kernel hash: benchmarks/record_verdicts.py). A candidate
+the exact text judged (so verdicts can be recorded by kernel hash: tools/record_verdicts.py). A candidate
 whose envelope already exists is skipped (re-running on a warm machine judges the rest); no new judgement starts
 after --deadline-s. Prints one row per candidate and exits 0 (a bad kernel is a verdict, not a failure).
 """

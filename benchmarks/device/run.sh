@@ -41,9 +41,9 @@ controls-jsonl 300  the 15 golden controls alone, every verdict envelope to cont
 overhead       240  benchmarks/judge_overhead.py per \$OVERHEAD_KERNELS, fresh cache (cold, then warm)
 stages         240  benchmarks/judge_stages.py: judge stage times of the GEMM solution (campaign vs eval)
 refs           240  benchmarks/device/reference_latencies.py: baseline latency of the primary problems
-solutions      330  solutions/run_all.sh \$SOL_DIR: ptxbench eval --json of every library kernel
-replay         330  solutions/run_all.sh \$SOL_DIR --with-replay (library kernels and replay turns)
-table           60  solutions/make_table.py \$SOL_DIR: the README tables from the envelopes
+solutions      330  tools/run_solutions.sh \$SOL_DIR: ptxbench eval --json of every library kernel
+replay         330  tools/run_solutions.sh \$SOL_DIR --with-replay (library kernels and replay turns)
+table           60  tools/solutions_table.py \$SOL_DIR: the README tables from the envelopes
 eval           600  ptxbench eval --json of each kernel in \$EVAL (default: the attention-backward kernels)
 packs          120  pytest tests/knowledge_packs -m gpu (the GEMM built from the Hopper pack)
 throughput     540  benchmarks/service_throughput.py: cached vs not; one vs all GPUs when there are several
@@ -128,7 +128,7 @@ stage_refs() {
 library() {  # library [--with-replay]: judge the library into $SOL_DIR, keep a copy of the envelopes
   local dir=${SOL_DIR:-/tmp/sol} rc
   # shellcheck disable=SC2086
-  bash solutions/run_all.sh "$dir" "$@" ${SOL_ARGS:-}
+  bash tools/run_solutions.sh "$dir" "$@" ${SOL_ARGS:-}
   rc=$?
   mkdir -p "$RUN_OUT/sol" && cp -r "$dir"/. "$RUN_OUT/sol/"
   return "$rc"
@@ -137,7 +137,7 @@ stage_solutions() { library; }
 stage_replay() { library --with-replay; }
 
 stage_table() {
-  "$PYTHON" solutions/make_table.py "${SOL_DIR:-/tmp/sol}" > "$RUN_OUT/table.md"
+  "$PYTHON" tools/solutions_table.py "${SOL_DIR:-/tmp/sol}" > "$RUN_OUT/table.md"
   local rc=$?
   cat "$RUN_OUT/table.md"
   return "$rc"
@@ -168,7 +168,7 @@ stage_batch() {  # BATCH: "FILE.cu@problem ..." (default: every solution kernel)
     for k in solutions/*/*.cu; do specs+=("$k@$(basename "$(dirname "$k")")"); done
   fi
   if [ "${BATCH_REPLAY:-1}" = 1 ]; then
-    "$PYTHON" solutions/build_replay.py --export /tmp/replay_kernels > /dev/null || return 3
+    "$PYTHON" tools/build_replay.py --export /tmp/replay_kernels > /dev/null || return 3
     for k in /tmp/replay_kernels/*/*.cu; do specs+=("$k@$(basename "$(dirname "$k")")"); done
   fi
   mkdir -p "$RUN_OUT/batch"

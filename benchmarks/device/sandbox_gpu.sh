@@ -3,7 +3,7 @@
 #   1. benchmarks/device/sandbox_gpu_check.py   CUDA, IPC, libcuda preload, sanitizer and ncu inside bwrap
 #   2. benchmarks/sandbox_cost.py --repeats 3   GEMM solution build: direct vs unsandboxed vs sandboxed
 # Carry [".carry/bwrap", ".carry/judge_whl"] (fill them here first: benchmarks/device/fetch_bwrap.sh, and the
-# judge's wheels as for run_all.sh). Logs and JSON go to $OUT.
+# judge's wheels as for tools/run_solutions.sh). Logs and JSON go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/sandbox-gpu-out}; mkdir -p "$OUT"

@@ -45,12 +45,8 @@ def parse_profilers(values: list[str] | None) -> dict[str, str]:
 
     try:
         return {arch: str(route) for arch, route in parse_cli_routes(values).items()}
-    except UnknownArchitectureError as exc:
+    except (UnknownArchitectureError, RouteError) as exc:  # each names the bad value and the spellings
         raise UserError(f"--profiler: {exc}") from exc
-    except RouteError as exc:  # the spellings beyond URL and prefect (local, none, recorded:PATH) are in --help
-        bad = next((v.partition("=")[2] or v for v in values or [] if v in str(exc) or v.partition("=")[2] in str(exc)),
-                   str(exc))
-        raise UserError(f"--profiler {bad!r}: expected an http(s) URL or 'prefect' (or arch=URL)") from exc
 
 
 def _quiet_prefect(verbose: bool) -> None:

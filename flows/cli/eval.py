@@ -6,10 +6,18 @@ Exit codes: 0 PASSED, 1 any other verdict, 2 bad input, 3 no GPU here (CPU stage
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.console import Console
 
 from .errors import UserError, kernel_language, one_line_errors, read_text_file
+
+if TYPE_CHECKING:  # imported inside the command: `ptxbench --help` stays fast
+    from ptxcore.arch import Architecture
+    from ptxcore.judge import JudgeBackend
+    from ptxcore.problems import Problem
+    from ptxcore.schema import JudgeResult, Language
 
 EXIT_VERDICT, EXIT_NO_GPU, EXIT_INFRA = 1, 3, 4
 
@@ -61,7 +69,8 @@ def eval_command(
         raise typer.Exit(EXIT_VERDICT)
 
 
-def _judge(backend, source, problem, arch, workload, server, language):  # noqa: ANN001, ANN202
+def _judge(backend: JudgeBackend, source: str, problem: Problem, arch: Architecture, workload: str | None,
+           server: str | None, language: Language) -> JudgeResult:
     """The backend's verdict; a profiling service's refusal is the user's input error, its absence exit 4."""
     from ptxcore.gpu import NoGPUError
     from ptxcore.gpu.service.client import ProfilerRequestError, ProfilerUnavailable
@@ -78,14 +87,14 @@ def _judge(backend, source, problem, arch, workload, server, language):  # noqa:
         raise typer.Exit(EXIT_INFRA) from exc
 
 
-def _emit(result, as_json: bool) -> None:  # noqa: ANN001
+def _emit(result: JudgeResult, as_json: bool) -> None:
     if as_json:
         typer.echo(result.model_dump_json(indent=1))
     else:
         print_summary(result, Console())
 
 
-def print_summary(r, console: Console) -> None:  # noqa: ANN001
+def print_summary(r: JudgeResult, console: Console) -> None:
     color = "green" if r.status.value == "PASSED" else "yellow" if r.status.value == "NOT_EVALUATED" else "red"
     console.print(f"[bold {color}]{r.status.value}[/] {r.definition} ({r.arch})", highlight=False)
     if r.reason:

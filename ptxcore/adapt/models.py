@@ -10,9 +10,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from ptxcore.schema import FrozenModel
+from ptxcore.schema import FrozenModel, StopReason
+from ptxcore.schema.migrate import empty_to_none
 
 from .spec import Template
 
@@ -130,10 +131,12 @@ class RepairRecord(FrozenModel):
     """The trajectory in it."""
     prompt_sha256: str
     """Hash of the repair prompt (system + first user)."""
-    stop_reason: str = ""
-    """Why it ended (empty until it ran)."""
+    stop_reason: StopReason | None = None
+    """Why it ended (None until it ran; rows written before the enum stored "" for that)."""
     num_turns: int = 0
     """Turns recorded."""
+
+    _not_run = field_validator("stop_reason", mode="before")(empty_to_none)
 
 
 class PairRecord(FrozenModel):

@@ -153,7 +153,7 @@ def finish_repair(wh: Warehouse, ctx: BuildContext) -> list[RepairRecord]:
     updated = []
     for rec in store.repairs():
         t = trajectories.get(rec.repair_trajectory_id)
-        updated.append(rec if t is None else rec.model_copy(update={"stop_reason": t.stop_reason.value,
+        updated.append(rec if t is None else rec.model_copy(update={"stop_reason": t.stop_reason,
                                                                     "num_turns": t.num_turns}))
     store.put_repairs(updated)
     return updated

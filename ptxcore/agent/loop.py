@@ -74,11 +74,27 @@ class AgentState(FrozenModel):
 
     @property
     def best_speedup(self) -> float | None:
-        speedups = [t.speedup for t in self.turns if t.status is EvaluationStatus.PASSED and t.speedup is not None]
-        return max(speedups) if speedups else None
+        return best_speedup(self.turns)
 
     def with_turn(self, turn: PriorTurn) -> AgentState:
         return self.model_copy(update={"turns": [*self.turns, turn]})
+
+
+def best_speedup(turns: Sequence[PriorTurn]) -> float | None:
+    """The best speedup of the correct turns (None when no turn was correct with a measured speedup)."""
+    speedups = [t.speedup for t in turns if t.status is EvaluationStatus.PASSED and t.speedup is not None]
+    return max(speedups) if speedups else None
+
+
+def stop_rule(turns: Sequence[PriorTurn], config: AgentConfig) -> StopReason | None:
+    """Why no further model call may be made after `turns`, before looking at the context window: the target
+    speedup reached, or the model-call budget used up (None: another call may be made)."""
+    best = best_speedup(turns)
+    if best is not None and best >= config.target_speedup:
+        return StopReason.TARGET_REACHED
+    if len(turns) >= config.max_turns:
+        return StopReason.MAX_TURNS
+    return None
 
 
 class MiniPTXAgent:
@@ -90,15 +106,6 @@ class MiniPTXAgent:
         self.evaluator = evaluator
         self.config = config or AgentConfig()
         self.augmenter = augmenter
-
-    def stop_reason(self, state: AgentState) -> StopReason | None:
-        """Why no further call may be made, before looking at the context window."""
-        best = state.best_speedup
-        if best is not None and best >= self.config.target_speedup:
-            return StopReason.TARGET_REACHED
-        if len(state.turns) >= self.config.max_turns:
-            return StopReason.MAX_TURNS
-        return None
 
     def next_messages(self, state: AgentState) -> list[dict[str, str]]:
         return messages_for_call(state.system, state.user, state.pairs, self.config.context_policy)
@@ -142,7 +149,7 @@ class MiniPTXAgent:
         state = AgentState(system=system, user=user, turns=list(prior))
         outcomes: list[TurnOutcome] = []
         while True:
-            stop = self.stop_reason(state)
+            stop = stop_rule(state.turns, self.config)
             messages = self.next_messages(state) if stop is None else []
             if stop is None and self.would_overflow(messages):
                 stop = StopReason.CONTEXT_OVERFLOW

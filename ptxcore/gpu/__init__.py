@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ptxcore.schema import JudgeResult, Language
 
 
-def __getattr__(name: str):  # noqa: ANN202 - lazy: the candidate child imports this package without pydantic
+def __getattr__(name: str) -> type[JudgeConfig]:  # lazy: the candidate child imports this package without pydantic
     if name == "JudgeConfig":
         from ptxcore.gpu.config import JudgeConfig
 

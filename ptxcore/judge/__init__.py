@@ -3,7 +3,8 @@
   port.py      JudgeBackend: the one interface every backend has
   route.py     JudgeRoute / RouteKind and `resolve_routes`: THE place where the judge route is decided,
                from the command line, the campaign file and the environment
-  select.py    select_judge(route, arch): the backend for a route (Prefect task workers register theirs)
+  select.py    select_judge(route, arch): the backend for a route (a caller passes the factories of kinds
+               served outside ptxcore: the campaign flow passes the Prefect task workers')
   backends/    none (the CPU stages; the only producer of NOT_EVALUATED), local GPU, profiling service,
                plugin, recorded verdicts
   errors.py    InfraFailure and the exceptions that count as infrastructure failures
@@ -19,10 +20,10 @@ from ptxcore.judge.backends.service import ServiceJudge
 from ptxcore.judge.errors import InfraFailure, is_infrastructure_failure
 from ptxcore.judge.port import JudgeBackend
 from ptxcore.judge.route import JudgeRoute, RouteError, RouteKind, resolve_routes
-from ptxcore.judge.select import register_backend, select_judge
+from ptxcore.judge.select import BackendFactory, select_judge
 
 __all__ = [
-    "JudgeBackend", "JudgeRoute", "RouteKind", "RouteError", "resolve_routes", "select_judge", "register_backend",
+    "JudgeBackend", "JudgeRoute", "RouteKind", "RouteError", "resolve_routes", "select_judge", "BackendFactory",
     "InfraFailure", "is_infrastructure_failure", "NoGpuJudge", "NO_GPU_REASON", "cpu_stages", "LocalGpuJudge",
     "ServiceJudge", "load_plugin",
 ]

@@ -129,14 +129,13 @@ def resolve_routes(architectures: Iterable[str], *, cli: Mapping[str, JudgeRoute
 
 
 def worker_route(env: Mapping[str, str] | None = None) -> JudgeRoute:
-    """The route of a `ptxbench worker`'s own judgements (its host's service, GPU, or a plugin)."""
+    """The route of a `ptxbench worker`'s own judgements (its host's service, GPU, or a plugin), from
+    PTXBENCH_WORKER_JUDGE in the spellings above (a plugin as `plugin:module:factory`)."""
     env = os.environ if env is None else env
     spec = env.get(WORKER_JUDGE_ENV, "").strip()
     if not spec:
         return JudgeRoute(RouteKind.AUTO)
-    if _is_factory(spec) and not spec.startswith(("plugin:", "recorded:")):
-        return plugin_route(spec)
     route = JudgeRoute.parse(spec)
     if route.kind is RouteKind.PREFECT:
-        raise RouteError(f"{WORKER_JUDGE_ENV}={spec!r}: a worker cannot hand its judgements to other workers")
+        raise RouteError(f"judge route {spec!r}: a worker cannot hand its judgements to other workers")
     return route

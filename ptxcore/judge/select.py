@@ -3,28 +3,29 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from ptxcore.judge.port import JudgeBackend
 from ptxcore.judge.route import JudgeRoute, RouteError, RouteKind
 
+if TYPE_CHECKING:
+    from ptxcore.gpu.config import JudgeConfig
+
 log = logging.getLogger(__name__)
 
 BackendFactory = Callable[[JudgeRoute, str], JudgeBackend]
-_REGISTERED: dict[RouteKind, BackendFactory] = {}
+"""Builds the backend of a route kind served outside ptxcore: (route, architecture key) -> backend."""
 
 
-def register_backend(kind: RouteKind, factory: BackendFactory) -> None:
-    """Backends that live outside ptxcore (the Prefect task-worker backend, in tasks/) register here."""
-    _REGISTERED[kind] = factory
-
-
-def select_judge(route: JudgeRoute, arch: str, config=None,  # noqa: ANN001 - JudgeConfig
-                 recorded: str | None = None) -> JudgeBackend:
+def select_judge(route: JudgeRoute, arch: str, config: JudgeConfig | None = None, recorded: str | None = None,
+                 *, served: Mapping[RouteKind, BackendFactory] | None = None) -> JudgeBackend:
     """The backend that serves `route` for architecture `arch` (RouteError when it cannot be served).
 
     `recorded`: a recorded-verdict folder that route `auto` falls back to where this host has no GPU of
-    the architecture (the demo campaign ships one), instead of plain NOT_EVALUATED."""
+    the architecture (the demo campaign ships one), instead of plain NOT_EVALUATED. `served`: factories of
+    the route kinds whose backends live outside ptxcore, passed by the caller that has them (the campaign
+    flow passes tasks.remote_judge's for `prefect`); nothing registers itself on import."""
     from ptxcore.judge.backends.local import LocalGpuJudge
     from ptxcore.judge.backends.none import NoGpuJudge
 
@@ -55,7 +56,7 @@ def select_judge(route: JudgeRoute, arch: str, config=None,  # noqa: ANN001 - Ju
         from ptxcore.judge.backends.recorded import RecordedJudge
 
         return RecordedJudge.open(str(route.target), arch, config)
-    if kind in _REGISTERED:
-        return _REGISTERED[kind](route, arch)
+    if served and kind in served:
+        return served[kind](route, arch)
     raise RouteError(f"judge route {route}: not served in this process (Prefect task workers are reached from a "
                      "campaign run)")

@@ -21,6 +21,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from ptxcore.schema import (
     Binding,
@@ -40,6 +43,7 @@ from ptxcore.schema import (
 from .catalog import Problem
 
 EVIDENCE_FILE = Path("ptxbench") / "target_evidence.jsonl"
+M = TypeVar("M", bound=BaseModel)
 
 
 def slug(text: str) -> str:
@@ -180,7 +184,7 @@ def read_traced_verdicts(root: Path) -> list[TracedVerdict]:
     return out
 
 
-def _validated(model, text: str, where: str):  # noqa: ANN001, ANN202
+def _validated(model: type[M], text: str, where: str) -> M:
     try:
         return model.model_validate_json(text)
     except ValueError as exc:

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from .models import MountKind, SandboxPolicy
+from .reach import Reach
 
 log = logging.getLogger(__name__)
 
@@ -21,8 +22,6 @@ HOSTNAME = "sandbox"
 BWRAP_ENV = "PTXBENCH_BWRAP"
 INSTALL_HINT = ("install bubblewrap (apt-get install -y bubblewrap) or point PTXBENCH_BWRAP at a bwrap binary "
                 "(benchmarks/device/fetch_bwrap.sh builds one for hosts without a package manager)")
-
-
 
 
 class SandboxUnavailableError(RuntimeError):
@@ -53,8 +52,9 @@ def _namespace_flags(policy: SandboxPolicy) -> list[str]:
     return flags
 
 
-def _mount_flags(policy: SandboxPolicy, scratch: Path) -> list[str]:
-    out = ["--proc", "/proc", "--dev", "/dev", "--bind", str(scratch / "tmp"), "/tmp"]
+def _mount_flags(policy: SandboxPolicy, scratch: Path, reach: Reach | None) -> list[str]:
+    source = reach.source if reach is not None else str
+    out = ["--proc", "/proc", "--dev", "/dev", "--bind", source(str(scratch / "tmp")), "/tmp"]
     for m in policy.mounts:
         if m.kind is MountKind.TMPFS:
             out += ["--size", str(64 << 20), "--tmpfs", m.target]
@@ -62,7 +62,7 @@ def _mount_flags(policy: SandboxPolicy, scratch: Path) -> list[str]:
             out += ["--symlink", m.source or "", m.target]
         else:
             verb = {MountKind.RO_BIND: "--ro-bind", MountKind.RW_BIND: "--bind"}.get(m.kind, "--dev-bind")
-            out += [verb + ("-try" if m.optional else ""), m.host_path, m.target]
+            out += [verb + ("-try" if m.optional else ""), source(m.host_path), m.target]
     return out
 
 
@@ -75,14 +75,17 @@ def sandbox_env(policy: SandboxPolicy) -> dict[str, str]:
     return env
 
 
-def bwrap_argv(policy: SandboxPolicy, scratch: Path, cmd: list[str], status_fd: int, cwd: str | None
-               ) -> list[str]:
-    """bwrap's command line running `cmd` under `policy`, with `scratch` as the writable directory."""
+def bwrap_argv(policy: SandboxPolicy, scratch: Path, cmd: list[str], status_fd: int, cwd: str | None,
+               reach: Reach | None = None) -> list[str]:
+    """bwrap's command line running `cmd` under `policy`, with `scratch` as the writable directory; `reach`
+    (when the sandbox drops to nobody) replaces the host paths nobody cannot reach by their staging points."""
     caps = ["--cap-drop", "ALL"] + (["--cap-add", "CAP_SYS_ADMIN"] if policy.profiling_admin else [])
-    argv = [find_bwrap(), *_namespace_flags(policy), "--die-with-parent", "--new-session", *caps, "--clearenv"]
+    exe = reach.executable(find_bwrap()) if reach is not None else find_bwrap()
+    argv = [exe, *_namespace_flags(policy), "--die-with-parent", "--new-session", *caps, "--clearenv"]
     for key, value in sandbox_env(policy).items():
         argv += ["--setenv", key, value]
-    argv += [*_mount_flags(policy, scratch), "--bind", str(scratch / "files"), policy.scratch_target]
+    files = reach.source(str(scratch / "files")) if reach is not None else str(scratch / "files")
+    argv += [*_mount_flags(policy, scratch, reach), "--bind", files, policy.scratch_target]
     # an empty tmpfs (e.g. the one hiding /usr/local) is made read-only, but not one with binds under it: on
     # the H200's kernel bwrap 0.8 cannot remount a tmpfs that holds a bind of another file system (the
     # driver's squashfs) -- such a tmpfs stays a private, size-capped, throw-away scratch of the sandbox

@@ -100,7 +100,7 @@ class Limits(FrozenModel):
     """RLIMIT_NOFILE."""
     resident_bytes: int | None = Field(default=None, gt=0)
     """Resident memory of all the sandbox's processes together, bytes; above it the whole sandbox is killed
-    (enforced from outside, see runner.MemoryWatch). None: only address_space_bytes and the host's limits.
+    (enforced from outside, see memory.MemoryWatch). None: only address_space_bytes and the host's limits.
     The limit for GPU stages, where an address-space limit cannot be used."""
 
 
@@ -108,10 +108,12 @@ class RunAs(str, Enum):
     """Which host user runs the sandbox."""
 
     AUTO = "auto"
-    """nobody (65534) when the caller is root and an unprivileged sandbox works with this policy (so that
-    RLIMIT_NPROC binds and file modes apply), else the caller."""
+    """nobody (65534) when the caller is root (so that RLIMIT_NPROC binds and file modes apply; host paths
+    nobody cannot reach are staged for it, see reach.py), else the caller. As root, a policy whose sandbox
+    cannot start as nobody does not start (SandboxUnavailableError): candidate code never runs as root."""
     CALLER = "caller"
-    """The calling user (as root: no process-count limit; the PID namespace still kills all at the end)."""
+    """The calling user (as root: no process-count limit; the PID namespace still kills all at the end). Only
+    for our own tools (the one ncu replay with profiling_admin, checks on the GPU host), never candidate code."""
     NOBODY = "nobody"
     """Always nobody; an error when that cannot work (needs unprivileged user namespaces)."""
 

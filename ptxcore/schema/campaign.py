@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from enum import Enum
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from .base import SCHEMA_VERSION, FrozenModel
+from .migrate import empty_to_none
 
 
 class StopReason(str, Enum):
@@ -39,12 +40,15 @@ class CampaignRecord(FrozenModel):
     """The campaign file as run."""
     config_sha256: str = ""
     """Hash of config_yaml."""
-    created_at: str = ""
-    """ISO-8601 time of the first run."""
-    ptxbench_version: str = ""
-    """Package version."""
-    git_commit: str = ""
-    """Source revision, when known."""
+    created_at: str | None = None
+    """ISO-8601 time of the first run (None: not recorded, e.g. imported data)."""
+    ptxbench_version: str | None = None
+    """Package version (None: not installed as a package)."""
+    git_commit: str | None = None
+    """Source revision (None: not a git checkout, or git is missing)."""
+
+    # rows written before these were optional stored "" for "unknown"
+    _unknown = field_validator("created_at", "ptxbench_version", "git_commit", mode="before")(empty_to_none)
 
 
 class TrajectoryRecord(FrozenModel):
@@ -76,7 +80,9 @@ class TrajectoryRecord(FrozenModel):
     """Why it ended."""
     best_speedup: float | None = None
     """Best speedup over correct turns."""
-    started_at: str = ""
-    """ISO-8601."""
-    finished_at: str = ""
-    """ISO-8601."""
+    started_at: str | None = None
+    """ISO-8601 (None: not recorded, e.g. a trajectory found finished on resume with no earlier record)."""
+    finished_at: str | None = None
+    """ISO-8601 (None while it runs)."""
+
+    _unknown = field_validator("started_at", "finished_at", mode="before")(empty_to_none)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from typing import Annotated
 
@@ -131,7 +132,9 @@ Triton validated on the CPU and compiled at its first launch on the GPU host. An
 NOT_EVALUATED (never a COMPILE_ERROR charged to the model)."""
 
 
-def _language_in(allowed: tuple[Language, ...], who: str):  # noqa: ANN202 - a pydantic after-validator
+def _language_in(allowed: tuple[Language, ...], who: str) -> Callable[[Language], Language]:
+    """A pydantic after-validator that accepts only `allowed`."""
+
     def check(value: Language) -> Language:
         if value not in allowed:
             raise ValueError(f"language {value.value!r}: {who} one of {', '.join(x.value for x in allowed)}")

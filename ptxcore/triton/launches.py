@@ -97,7 +97,7 @@ class LaunchRecorder:
         digest = hashlib.sha256(cubin.read_bytes()).hexdigest()
         self.binaries[int(function)] = KernelBinary(str(name), digest, str(cubin), str(hash))
 
-    def _launched(self, metadata) -> None:  # noqa: ANN001 - Triton's LazyDict
+    def _launched(self, metadata: object) -> None:  # Triton's LazyDict, read by attribute only
         if not self._recording:
             return
         if len(self.launches) >= MAX_LAUNCHES_RECORDED:

@@ -1,4 +1,5 @@
-"""Read compile-time constants out of a solution's .cu file, so the CPU models use the kernel's values."""
+"""The solution library's kernels (where they are, which of them take the target path) and their compile-time
+constants, read out of the .cu files so the CPU models use the kernel's own values."""
 
 from __future__ import annotations
 
@@ -12,6 +13,21 @@ _CONSTEXPR = re.compile(r"^constexpr\s+(int|bool|float)\s+(\w+)\s*=\s*([^;]+);",
 
 def solution_path(problem: str, name: str) -> Path:
     return SOLUTIONS / problem / name
+
+
+def library_kernels() -> list[Path]:
+    """Every CUDA kernel of the library (solutions/<problem>/<name>.cu), sorted."""
+    return sorted(SOLUTIONS.glob("*/*.cu"))
+
+
+def kernel_id(path: Path) -> str:
+    """`<problem>/<name>.cu`: a kernel's name in test ids and tables."""
+    return f"{path.parent.name}/{path.name}"
+
+
+def uses_target_path(path: Path) -> bool:
+    """Naming rule of the library: wgmma kernels carry 'wgmma' in their file name."""
+    return "wgmma" in path.name
 
 
 def kernel_constants(path: Path) -> dict[str, int | bool | float]:

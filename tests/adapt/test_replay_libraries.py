@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_teacher_library_is_current_and_matches_the_demo_final_turns():
-    proc = subprocess.run([sys.executable, "replay/build_adapt_teacher.py", "--check"], cwd=REPO,
+    proc = subprocess.run([sys.executable, "tools/build_adapt_teacher.py", "--check"], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     teacher, demo = load_library("adapt-teacher"), load_library("demo")

@@ -168,6 +168,18 @@ def test_repair_plan_uses_the_source_prompt_and_the_minimal_change_request(wh):
     assert '"name": "' in prompt.user  # the task definition is in it
     assert plan_repair(wh, ctx).plans == plan.plans  # deterministic
     assert len(AdaptStore(wh, ctx.build_id).repairs()) == 3
+    assert {r.stop_reason for r in AdaptStore(wh, ctx.build_id).repairs()} == {None}  # not run yet
+
+
+def test_a_repair_row_stored_before_the_stop_reason_enum_reads_as_not_run():
+    from ptxcore.adapt.models import RepairRecord
+
+    old = {"build_id": "b", "item_id": "i", "repair_campaign_id": "c", "repair_trajectory_id": "t",
+           "prompt_sha256": "p", "stop_reason": "", "num_turns": 0}
+    assert RepairRecord.model_validate(old).stop_reason is None
+    assert RepairRecord.model_validate({**old, "stop_reason": "max_turns"}).stop_reason is StopReason.MAX_TURNS
+    with pytest.raises(ValueError):
+        RepairRecord.model_validate({**old, "stop_reason": "gave_up"})
 
 
 def test_pairs_keep_correct_target_executing_versions_only(wh):
@@ -175,7 +187,7 @@ def test_pairs_keep_correct_target_executing_versions_only(wh):
     ctx = ctx_for(wh)
     run_select(wh, ctx)
     simulate_repairs(wh, ctx)
-    assert {r.stop_reason for r in finish_repair(wh, ctx)} == {"target_reached"}
+    assert {r.stop_reason for r in finish_repair(wh, ctx)} == {StopReason.TARGET_REACHED}
     summary = run_pairs(wh, ctx)
     assert summary.pairs == 2 and summary.repairs == 3 and summary.repairs_fixed == 2
     assert summary.statuses == {"kept": 2, "target_not_executed": 1}

@@ -1,7 +1,7 @@
 """benchmarks/device/run.sh and preamble.sh on a CPU machine: the driver, not the GPU stages.
 
 The GPU tools are replaced by stubs on PATH (a `nvidia-smi` that is "not found" or hangs); the stages that
-run for real here are `env` (fails without a GPU) and `table` (solutions/make_table.py on an empty folder).
+run for real here are `env` (fails without a GPU) and `table` (tools/solutions_table.py on an empty folder).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DEVICE = REPO / "benchmarks" / "device"
 RUN = DEVICE / "run.sh"
-SCRIPTS = sorted(DEVICE.glob("*.sh")) + [REPO / "solutions" / "run_all.sh"]
+SCRIPTS = sorted(DEVICE.glob("*.sh")) + [REPO / "tools" / "run_solutions.sh"]
 
 
 def _stub(bindir: Path, name: str, body: str) -> None:

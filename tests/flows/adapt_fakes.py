@@ -17,15 +17,15 @@ MARKER = "ADAPT_TEST_CORRECT"
 class AdaptJudge(FakeJudge):
     name = "adapt-fake"
 
-    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate, *,
-              language: Language = Language.CUDA) -> JudgeResult:
+    def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
+              workload_uuid: str | None = None, language: Language = Language.CUDA) -> JudgeResult:
         import os
 
         old = os.environ.pop("FAKE_JUDGE_SPEEDUP", None)
         try:
             if MARKER in source:
                 os.environ["FAKE_JUDGE_SPEEDUP"] = "0.5"
-            return super().judge(source, problem, arch, compiled, language=language)
+            return super().judge(source, problem, arch, compiled=compiled, language=language)
         finally:
             os.environ.pop("FAKE_JUDGE_SPEEDUP", None)
             if old is not None:

@@ -39,8 +39,8 @@ class FakeJudge:
         self.calls = 0
         self.languages: list[Language] = []
 
-    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate, *,
-              language: Language = Language.CUDA) -> JudgeResult:
+    def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
+              workload_uuid: str | None = None, language: Language = Language.CUDA) -> JudgeResult:
         self.calls += 1
         self.languages.append(Language(language))
         time.sleep(float(os.environ.get("FAKE_JUDGE_DELAY_S", "0")))
@@ -59,14 +59,14 @@ class FakeJudge:
                 target_instruction=TargetInstructionEvidence(status=TargetInstruction.EXECUTED, tool="fake"),
                 correctness=JudgeCorrectness(max_absolute_error=0.001, max_relative_error=0.002),
                 performance=Performance(latency_ms=1.0 / s, reference_latency_ms=1.0, speedup_factor=s),
-                compile=compiled.result, sass=compiled.sass,
+                compile=compiled.result if compiled else None, sass=compiled.sass if compiled else None,
             )
         return JudgeResult(
             status=EvaluationStatus.INCORRECT_NUMERICAL, reason="mismatch in 100% of elements" + (
                 "" if Language(language) is Language.CUDA else f" (judged as {Language(language).value})"),
             definition=problem.name, arch=arch.key, environment=env, target_instruction=evidence,
             correctness=JudgeCorrectness(max_absolute_error=3.5, max_relative_error=1.0),
-            compile=compiled.result, sass=compiled.sass,
+            compile=compiled.result if compiled else None, sass=compiled.sass if compiled else None,
         )
 
 

@@ -20,7 +20,8 @@ def invoke(*args):
     (["campaign", "run", "no/such.yaml"], "error: no such campaign file: no/such.yaml"),
     (["campaign", "validate", "no/such.yaml"], "error: no such campaign file: no/such.yaml"),
     (["campaign", "run", "campaigns/demo.yaml", "--profiler", "gpu-host:8000"],
-     "error: --profiler 'gpu-host:8000': expected an http(s) URL or 'prefect' (or arch=URL)"),
+     "error: --profiler: judge route 'gpu-host:8000': expected auto, local, none, prefect, an http(s) URL, "
+     "recorded:PATH or plugin:module:factory"),
     (["campaign", "status", "nope", "--warehouse", "missing.duckdb"], "error: no warehouse at missing.duckdb"),
 ])
 def test_errors_are_one_line_with_nonzero_exit(args, message, repo_root, monkeypatch):

@@ -10,11 +10,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.waiting import wait_for
 
 from .conftest import write_config
 
@@ -62,8 +63,9 @@ def port_free(port: int) -> bool:
 
 def wait_for_server(proc: subprocess.Popen, timeout_s: float) -> tuple[int, int]:
     """(pid, port) of the campaign's server once its health endpoint answers."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    found: list[tuple[int, int]] = []
+
+    def answering() -> bool:
         assert proc.poll() is None, f"the campaign exited early: {proc.stderr.read()[-2000:]}"
         for child in children(proc.pid):
             args = cmdline(child)
@@ -71,11 +73,24 @@ def wait_for_server(proc: subprocess.Popen, timeout_s: float) -> tuple[int, int]
                 port = int(args[args.index("--port") + 1])
                 try:
                     if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2).status_code == 200:
-                        return child, port
+                        found.append((child, port))
+                        return True
                 except httpx.HTTPError:
                     pass
-        time.sleep(0.5)
-    raise AssertionError("the campaign's temporary Prefect server did not come up")
+        return False
+
+    wait_for(answering, timeout_s, "the campaign's temporary Prefect server to answer", interval_s=0.5)
+    return found[0]
+
+
+def flow_running(port: int) -> bool:
+    """The campaign's flow run is RUNNING on its server: the campaign is busy, past its start-up."""
+    try:
+        r = httpx.post(f"http://127.0.0.1:{port}/api/flow_runs/filter", timeout=5,
+                       json={"flow_runs": {"state": {"type": {"any_": ["RUNNING"]}}}, "limit": 1})
+    except httpx.HTTPError:
+        return False
+    return r.status_code == 200 and bool(r.json())
 
 
 @pytest.mark.slow
@@ -92,17 +107,13 @@ def test_the_temporary_server_dies_with_the_campaign(sig, tmp_path, repo_root, c
     server = port = None
     try:
         server, port = wait_for_server(proc, timeout_s=300)
-        time.sleep(3)  # let the flow get going (the campaign is busy, not idle at start-up)
+        wait_for(lambda: flow_running(port), 120, "the campaign's flow run to be RUNNING", interval_s=0.2)
         os.kill(proc.pid, sig)
         proc.wait(timeout=120)  # the exit watchdog (flows.runtime) ends it 20 s after the signal at the latest
-        deadline = time.monotonic() + 20
-        while alive(server) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not alive(server), f"the Prefect server (pid {server}) outlived the campaign ({sig.name})"
-        deadline = time.monotonic() + 10  # the kernel releases a dead listener's socket a moment later
-        while not port_free(port) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert port_free(port), f"port {port} is still taken 10 s after {sig.name}"
+        wait_for(lambda: not alive(server), 20, f"the Prefect server (pid {server}) to die with the campaign "
+                 f"({sig.name})", interval_s=0.2)
+        # the kernel releases a dead listener's socket a moment later
+        wait_for(lambda: port_free(port), 10, f"port {port} to be free after {sig.name}", interval_s=0.2)
     finally:
         if proc.poll() is None:
             proc.kill()

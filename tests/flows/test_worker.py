@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,10 +15,11 @@ import pytest
 from flows.campaign import campaign_flow
 from flows.cli.campaign import parse_profilers
 from flows.cli.errors import UserError
-from ptxcore.judge import JudgeRoute, select_judge
+from ptxcore.judge import JudgeRoute, RouteError, select_judge
 from ptxcore.schema import EvaluationStatus
 from ptxcore.warehouse import Warehouse
-from tasks.remote_judge import PrefectWorkerJudge, judge_on_blackwell, judge_on_hopper, worker_task
+from tasks.remote_judge import SERVED, PrefectWorkerJudge, judge_on_blackwell, judge_on_hopper, worker_task
+from tests.waiting import wait_for
 
 from .conftest import write_config
 
@@ -36,17 +36,23 @@ def test_each_architecture_has_its_own_task_key():
 def test_prefect_route_is_accepted_and_selects_the_worker_judge():
     assert parse_profilers(["hopper=prefect"]) == {"hopper": "prefect"}
     assert parse_profilers(["prefect"]) == {"*": "prefect"}
-    with pytest.raises(UserError, match="'prefekt'"):
+    with pytest.raises(UserError, match="--profiler: judge route 'prefekt': expected auto, local"):
         parse_profilers(["hopper=prefekt"])
-    judge = select_judge(JudgeRoute.parse("prefect"), "hopper")
+    judge = select_judge(JudgeRoute.parse("prefect"), "hopper", served=SERVED)
     assert isinstance(judge, PrefectWorkerJudge) and judge.name == "prefect-worker:hopper"
+    with pytest.raises(RouteError, match="not served in this process"):  # only where the caller passes it
+        select_judge(JudgeRoute.parse("prefect"), "hopper")
 
 
 @pytest.mark.parametrize("args,env,message", [
     (["worker", "--arch", "hopper"], {"PREFECT_API_URL": ""}, "error: PREFECT_API_URL is not set"),
     (["worker", "--arch", "volta"], {"PREFECT_API_URL": "http://127.0.0.1:9/api"}, "error: "),
     (["worker", "--arch", "hopper", "--profiler", "gpu:8765"], {"PREFECT_API_URL": "http://127.0.0.1:9/api"},
-     "error: --profiler 'gpu:8765': expected an http(s) URL"),
+     "error: judge route 'gpu:8765': expected auto, local, none, prefect, an http(s) URL"),
+    (["worker", "--arch", "hopper", "--profiler", "prefect"], {"PREFECT_API_URL": "http://127.0.0.1:9/api"},
+     "error: judge route 'prefect': a worker cannot hand its judgements to other workers"),
+    (["worker", "--arch", "hopper", "--judge-plugin", "nocolon"], {"PREFECT_API_URL": "http://127.0.0.1:9/api"},
+     "error: judge plugin 'nocolon' must look like module:factory"),
 ])
 def test_worker_cli_errors_are_one_line(args, env, message, repo_root):
     out = subprocess.run([sys.executable, "-c", CLI, *args], cwd=repo_root, env={**os.environ, **env},
@@ -69,11 +75,13 @@ def hopper_worker(flow_env, repo_root, tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", CLI, "worker", "--arch", "hopper", "--judge-plugin",
                              "tests.flows.fakes:fake_judge", "--limit", "2"], cwd=repo_root, env=env,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while "serving judge-on-hopper" not in (tmp_path / "worker.log").read_text():
-        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
-        time.sleep(0.5)
-    time.sleep(2.0)  # subscribed
+    def serving() -> bool:
+        assert proc.poll() is None, (tmp_path / "worker.log").read_text()
+        return "serving judge-on-hopper" in (tmp_path / "worker.log").read_text()
+
+    wait_for(serving, 120, "the worker to serve judge-on-hopper")
+    # No wait for its subscription: a task run delayed before the worker subscribes waits in the server's
+    # queue for its task key (prefect.server.task_queue.TaskQueue) and is delivered when it does.
     yield {"infra": infra, "log": tmp_path / "worker.log"}
     os.killpg(proc.pid, signal.SIGINT)
     try:

@@ -7,6 +7,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from ptxcore.gpu.harness.confine import LIBRARY_NAME, StageSandbox, hidden_links, stage_policy
 from ptxcore.gpu.harness.triton import TritonFiles
 from ptxcore.sandbox import MountKind, SandboxStatus, find_bwrap, presets
+from tests.waiting import wait_for
 
 try:
     find_bwrap()
@@ -83,12 +85,11 @@ def test_a_detached_process_dies_with_the_stage():
     marker = f"600.{os.getpid()}{int(time.time())}"
     with StageSandbox("child", None) as stage:
         proc = stage.spawn(["/bin/sh", "-c", f"setsid sleep {marker} & sleep 30"])
-        time.sleep(0.5)
-        assert len(proc.member_pids()) >= 2  # the judge sees the processes inside (for /proc/PID/maps)
+        # the judge sees the processes inside (for /proc/PID/maps): the shell and its detached sleep
+        wait_for(lambda: len(proc.member_pids()) >= 2, 20, "both processes inside the stage")
         stage.kill(proc)
-    time.sleep(0.3)
-    alive = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p).find(marker) >= 0]
-    assert not alive
+    wait_for(lambda: not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p).find(marker) >= 0],
+             10, "the detached sleep to die with the stage")
 
 
 def _cmdline(p: Path) -> str:
@@ -115,6 +116,26 @@ def test_triton_files_source_read_only_cache_writable(tmp_path):
         assert out.ok and out.stdout.split() == ["import", "triton", "ok", "ro"]
         assert (files.cache / "k.cubin").read_text() == "cubin\n"
         assert files.source.read_text() == "import triton\n"
+    finally:
+        files.remove()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the drop to nobody happens where the judge runs as root")
+def test_a_triton_stage_runs_as_nobody_with_this_python(tmp_path):
+    """Issue 24: on the H200 every Triton memcheck and ncu stage ran as root, since nobody could not reach the
+    candidate's kernel.py in the judge's private (0700) workspace; nor, where Python lives under /root, the
+    interpreter. Both are staged for nobody now: the stage runs this interpreter as 65534, reads kernel.py and
+    writes the Triton cache."""
+    files = TritonFiles.create("import triton\n", parent=tmp_path)
+    assert files.root.stat().st_mode & 0o777 == 0o700
+    code = (f"import os; print(os.getuid()); print(open({str(files.source)!r}).read().split()[1]); "
+            f"open({str(files.cache / 'k.cubin')!r}, 'w').write('cubin')")
+    try:
+        for stage_name in ("memcheck", "ncu"):
+            with StageSandbox(stage_name, files) as stage:
+                out = stage.run([sys.executable, "-c", code], 60)
+            assert out.ok and out.stdout.split() == ["65534", "triton"], out.stderr[-800:]
+            assert (files.cache / "k.cubin").read_text() == "cubin"
     finally:
         files.remove()
 
@@ -195,16 +216,12 @@ def test_the_judge_reads_the_maps_of_the_process_inside(tmp_path):
     with StageSandbox("child", lib) as stage:
         proc = stage.spawn(["/bin/sh", "-c", f"{sys.executable} -c \"import ctypes, time; "
                             f"ctypes.CDLL('{stage.candidate}'); print('loaded', flush=True); time.sleep(30)\""])
-        for _ in range(100):
-            mapped = [m for pid in proc.member_pids() for m in _maps(pid, parse_maps)]
-            if str(stage.candidate) in mapped:
-                break
-            time.sleep(0.1)
+        wait_for(lambda: str(stage.candidate) in [m for pid in proc.member_pids() for m in _maps(pid, parse_maps)],
+                 10, "the candidate library in the maps of a process inside")
         stage.kill(proc)
-    assert str(stage.candidate) in mapped
 
 
-def _maps(pid: int, parse) -> list[str]:  # noqa: ANN001
+def _maps(pid: int, parse: Callable[[str], list[str]]) -> list[str]:
     try:
         return parse(Path(f"/proc/{pid}/maps").read_text())
     except OSError:

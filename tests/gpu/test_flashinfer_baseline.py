@@ -20,14 +20,14 @@ from ptxcore.problems import load_catalog
 class FakeWrapper:
     calls: list = []
 
-    def __init__(self, workspace, layout):  # noqa: ANN001
+    def __init__(self, workspace: torch.Tensor, layout: str) -> None:
         assert layout == "NHD"
         self.kind = type(self).__name__
 
-    def plan(self, *args, **kwargs):  # noqa: ANN002, ANN003
+    def plan(self, *args: object, **kwargs: object) -> None:
         FakeWrapper.calls.append(("plan", self.kind, args, kwargs))
 
-    def run(self, q, *kv, return_lse):  # noqa: ANN001
+    def run(self, q: torch.Tensor, *kv: torch.Tensor, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
         FakeWrapper.calls.append(("run", self.kind, q.shape, return_lse))
         return q + 1, q[..., 0]
 

@@ -10,6 +10,7 @@ import sys
 import threading
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -31,6 +32,21 @@ from ptxcore.gpu.messages import (
 from ptxcore.schema import EvaluationStatus
 from ptxcore.triton.loader import CandidateFault, CandidateLoadError
 from ptxcore.triton.session import CandidateCallError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ptxcore.arch import Architecture
+    from ptxcore.gpu.harness.l2 import L2Flusher
+    from ptxcore.gpu.harness.meter import DeviceMeter
+    from ptxcore.gpu.harness.monitor import GpuMonitor
+    from ptxcore.gpu.harness.state import WorkloadState
+    from ptxcore.gpu.pipeline.result import ResultBuilder
+    from ptxcore.gpu.pipeline.session import SessionOutcome, SessionPlan
+    from ptxcore.gpu.pipeline.tools import ToolStages
+    from ptxcore.gpu.pipeline.verdicts import Verdict
+    from ptxcore.problems import Problem
+    from ptxcore.schema import TargetInstructionEvidence
 
 GEMM = "gemm_n7168_k5120"
 HOPPER = get_architecture("hopper")
@@ -210,7 +226,9 @@ def test_the_workspace_holds_a_read_only_kernel_and_a_private_cache(tmp_path):
 
 @pytest.fixture
 def tools_on_path(monkeypatch, tmp_path) -> Path:
-    tool = tmp_path / "tool"
+    bindir = tmp_path / "bin"  # its own install folder (the stage mounts it read-only), readable by everyone as a
+    bindir.mkdir(mode=0o755)  # tool's is: where the judge is root, the stage runs it as nobody
+    tool = bindir / "tool"
     tool.write_text("#!/bin/sh\nexit 0\n")
     tool.chmod(0o755)
     monkeypatch.setenv("PTXBENCH_NCU", str(tool))
@@ -257,7 +275,7 @@ class FakeChild:
     def __init__(self, replies: list[ChildReply]) -> None:
         self.replies, self.timeouts = list(replies), []
 
-    def request(self, op, args, what, timeout_s):  # noqa: ANN001
+    def request(self, op: ChildOp, args: dict | None, what: str, timeout_s: float) -> ChildReply:
         self.timeouts.append(timeout_s)
         return self.replies.pop(0)
 
@@ -386,21 +404,24 @@ def fake_gpu_judge(monkeypatch, tmp_path):
     seen: dict = {"outcome": SessionOutcome(latency_ms=2.0, correctness=[checked])}
 
     class FakeSession:
-        def __init__(self, plan, state, flusher, monitor, meter=None) -> None:  # noqa: ANN001
+        def __init__(self, plan: SessionPlan, state: WorkloadState, flusher: L2Flusher, monitor: GpuMonitor,
+                     meter: DeviceMeter | None = None) -> None:
             seen["plan"] = plan
             self.out = seen["outcome"]
             self.out.launches = {"kernels": ["gemm_nt_tma_persistent"], "steady": [], "per_call": []}
 
-        def run(self, gate):  # noqa: ANN001
+        def run(self, gate: Callable[[], Verdict | None] | None) -> SessionOutcome:
             files = Path(seen["plan"].load["source"]).parent
             seen["kernel_during_session"] = (files / "kernel.py").read_text()
             seen["gate"] = gate() if gate else "no gate"
             return self.out
 
-    def memcheck(tools, files, launches, sha, problem, workload, result):  # noqa: ANN001
+    def memcheck(tools: ToolStages, files: TritonFiles, launches: dict, sha: str, problem: Problem, workload: str,
+                 result: ResultBuilder) -> None:
         seen["memcheck"] = (files.root, launches["kernels"], sha)
 
-    def evidence(tools, files, launches, sha, problem, workload, arch, result):  # noqa: ANN001
+    def evidence(tools: ToolStages, files: TritonFiles, launches: dict, sha: str, problem: Problem, workload: str,
+                 arch: Architecture, result: ResultBuilder) -> TargetInstructionEvidence:
         seen["evidence"] = files.root
         return TargetInstructionEvidence(status=TargetInstruction.EXECUTED, source_sha256=sha, tool="ncu (fake)")
 

@@ -47,11 +47,11 @@ def candidate(static: StaticTarget) -> CompiledCandidate:
 
 def test_no_gpu_judge_records_not_evaluated_with_only_static_facts():
     j = NoGpuJudge("no hopper GPU on this machine and no profiler URL")
-    r = j.judge("src", PROBLEM, HOPPER, candidate(StaticTarget.ABSENT))
+    r = j.judge("src", PROBLEM, HOPPER, compiled=candidate(StaticTarget.ABSENT))
     assert r.status is EvaluationStatus.NOT_EVALUATED and r.correctness is None and r.performance is None
     assert r.target_instruction.status is TargetInstruction.ABSENT and r.target_instruction.static is StaticTarget.ABSENT
     assert r.reason.startswith("no hopper GPU") and r.target_instruction.cubin_sha256 == "b" * 64
-    present = j.judge("src", PROBLEM, HOPPER, candidate(StaticTarget.PRESENT))
+    present = j.judge("src", PROBLEM, HOPPER, compiled=candidate(StaticTarget.PRESENT))
     assert present.target_instruction.status is TargetInstruction.UNKNOWN
 
 
@@ -91,14 +91,14 @@ def test_service_judge_submits_and_returns_the_service_verdict():
                                          "result": verdict.model_dump(mode="json")})
 
     j = ServiceJudge("http://gpu-host:8765", token="s3cret-token", transport=httpx.MockTransport(handler))
-    r = j.judge("src", PROBLEM, HOPPER, candidate(StaticTarget.PRESENT))
+    r = j.judge("src", PROBLEM, HOPPER, compiled=candidate(StaticTarget.PRESENT))
     assert r == verdict and seen[0] == ("POST", "/evaluate", "Bearer s3cret-token") and seen[1][1] == "/tasks/t1"
 
 
 def test_service_outage_raises_an_error_the_judge_task_retries():
     j = ServiceJudge("http://gpu-host:8765", transport=httpx.MockTransport(lambda r: httpx.Response(503, text="busy")))
     with pytest.raises(Exception) as info:
-        j.judge("src", PROBLEM, HOPPER, candidate(StaticTarget.PRESENT))
+        j.judge("src", PROBLEM, HOPPER, compiled=candidate(StaticTarget.PRESENT))
     assert type(info.value).__name__ == "ProfilerUnavailable"
     assert is_infrastructure_failure(info.value)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import socket
 import time
 from pathlib import Path
@@ -20,6 +21,7 @@ from ptxcore.sandbox import (
     run,
 )
 from ptxcore.schema import SandboxMode
+from tests.waiting import wait_for
 
 from .conftest import processes_matching
 
@@ -103,8 +105,7 @@ def test_a_detached_descendant_does_not_outlive_the_command(policy):
     marker = f"1000.{random.randrange(10**9)}"
     out = sh(f"setsid sleep {marker} & setsid -f sleep {marker}; echo started", policy)
     assert out.ok and out.stdout == "started\n"
-    time.sleep(0.2)
-    assert processes_matching(marker) == []
+    wait_for(lambda: processes_matching(marker) == [], 10, "the detached sleeps to die with the sandbox")
 
 
 def test_timeout_kills_the_whole_sandbox_and_removes_scratch(policy):
@@ -159,8 +160,7 @@ def test_resident_limit_counts_every_process_of_the_sandbox(policy):
     script = f"for i in 1 2 3 4 5 6; do ( {_grow(70)}; setsid sleep {marker} ) & done; wait; echo survived"
     out = run(["/bin/bash", "-c", script], limited, 60)
     assert out.status is SandboxStatus.MEMORY_LIMIT and "survived" not in out.stdout
-    time.sleep(0.2)
-    assert processes_matching(marker) == []
+    wait_for(lambda: processes_matching(marker) == [], 10, "every process of the killed sandbox to be gone")
 
 
 def test_resident_limit_leaves_a_modest_process_alone(policy):
@@ -242,7 +242,6 @@ def test_gpu_stage_policy_runs_this_python_with_its_packages():
 def test_gpu_stage_policy_mounts_a_tool_installed_outside_the_toolkit(tmp_path):
     """A tool found through a link into its own install folder (ncu under /opt) runs inside, with the files
     beside it; the folder holding the link is not mounted."""
-    from ptxcore.sandbox import RunAs
 
     install = tmp_path / "opt" / "tool-2025.3"
     install.mkdir(parents=True)
@@ -256,7 +255,120 @@ def test_gpu_stage_policy_mounts_a_tool_installed_outside_the_toolkit(tmp_path):
     (bindir / "secret").write_text("not for the candidate\n")
     root = presets.tool_install_dir(bindir / "faketool")
     assert root == install.resolve()
-    gpu = presets.gpu_stage_policy("gpu-tool", tool_paths=[root], run_as=RunAs.CALLER)
+    gpu = presets.gpu_stage_policy("gpu-tool", tool_paths=[root])  # below pytest's 0700 tmp: staged as root
     out = run(["faketool"], gpu, 30)
     assert out.ok and out.stdout == "sections beside the launcher\n", out.stderr[-500:]
     assert not sh(f"cat {bindir / 'secret'}", gpu).ok
+
+
+# -- as nobody, whatever the host paths (issue 26: a Python under /root made every sandbox run as root) --------
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the drop to nobody happens where the caller is root")
+
+
+def _private(tmp_path: Path) -> Path:
+    """A directory nobody may not search (mode 0700, like /root), with a readable tree below it."""
+    home = tmp_path / "home-0700"
+    (home / "pkg").mkdir(parents=True)
+    (home / "pkg" / "data.txt").write_text("reached\n")
+    (home / "pkg").chmod(0o755)
+    (home / "pkg" / "data.txt").chmod(0o644)
+    home.chmod(0o700)
+    return home
+
+
+@root_only
+def test_a_source_below_a_private_directory_is_reached_as_nobody(policy, tmp_path):
+    pkg = _private(tmp_path) / "pkg"
+    mounted = policy.model_copy(update={"name": "test-private", "mounts": (*policy.mounts, presets.ro(str(pkg)))})
+    with Sandbox(mounted) as box:
+        out = box.run(["/bin/sh", "-c", f"id -u; cat {pkg}/data.txt; grep -c '{box.scratch.parent}/reach' "
+                                         "/proc/self/mountinfo; echo done"], timeout_s=20)
+        host_mounts = Path("/proc/self/mountinfo").read_text()
+        staged = box.scratch.parent / "reach"
+        assert staged.is_dir() and str(staged) not in host_mounts  # the staging bind never reached the host
+    # inside: the source's own path shows its files, and no staging point is visible
+    assert out.ok and out.stdout.splitlines() == ["65534", "reached", "0", "done"], out.stderr
+
+
+@root_only
+def test_this_python_runs_as_nobody_wherever_it_is_installed():
+    import sys
+
+    site = [p for p in sys.path if p.endswith("site-packages")]
+    gpu = presets.gpu_stage_policy("gpu-nobody", python_paths=site)
+    out = run([sys.executable, "-c", "import os, pydantic; print(os.getuid(), pydantic.VERSION)"], gpu, 60)
+    assert out.ok and out.stdout.split()[0] == "65534", out.stderr[-500:]
+
+
+@root_only
+def test_a_bwrap_carried_into_a_private_folder_starts_as_nobody(policy, tmp_path, monkeypatch):
+    from ptxcore.sandbox import find_bwrap
+
+    folder = _private(tmp_path) / "pkg"
+    wrapper = folder / "bwrap"
+    wrapper.write_text(f'#!/bin/sh\nexec {find_bwrap()} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PTXBENCH_BWRAP", str(wrapper))
+    out = sh("id -u", policy.model_copy(update={"name": "test-carried-bwrap"}))
+    assert out.ok and out.stdout == "65534\n", out.stderr
+
+
+@root_only
+def test_a_sandbox_that_cannot_start_as_nobody_does_not_start_as_root(policy, tmp_path, monkeypatch):
+    """A bwrap that works for root only: the sandbox refuses, naming why, instead of running the command as root."""
+    from ptxcore.sandbox import find_bwrap
+
+    wrapper = tmp_path / "bwrap-root-only"
+    wrapper.write_text('#!/bin/sh\n[ "$(id -u)" = 0 ] || { echo "bwrap: only root may run this one" >&2; '
+                       f'exit 1; }}\nexec {find_bwrap()} "$@"\n')
+    wrapper.chmod(0o755)
+    tmp_path.chmod(0o755)
+    monkeypatch.setenv("PTXBENCH_BWRAP", str(wrapper))
+    marker = tmp_path / "ran"
+    with pytest.raises(SandboxUnavailableError, match=r"cannot run as nobody \(bwrap: only root may run this "
+                                                      r"one\), and candidate code never runs as root"):
+        sh(f"touch {marker}", policy.model_copy(update={"name": "test-root-only"}))
+    assert not marker.exists()
+
+
+def test_reach_stages_only_what_the_user_cannot_search(tmp_path):
+    from ptxcore.sandbox.reach import Reach, blocked
+
+    home = _private(tmp_path)
+    box = tmp_path / "box"
+    box.mkdir()
+    reach = Reach(box, 65534, 65534)
+    assert not blocked("/usr/bin", 65534, 65534) and blocked(str(home / "pkg"), 65534, 65534)
+    assert reach.source("/usr/bin") == "/usr/bin" and reach.source("/bin/sh") == "/bin/sh"
+    point = reach.source(str(home / "pkg" / "data.txt"))
+    assert Path(point).parent == box / "reach" and Path(point).is_file()
+    folder = reach.source(str(home / "pkg"))
+    assert Path(folder).parent == box / "reach" and Path(folder).is_dir()
+    assert reach.source(str(home / "pkg")) == folder  # staged once
+    assert reach.source("/nonexistent/optional") == "/nonexistent/optional"  # bwrap's -try skips it
+    assert reach.binds == [(str(home / "pkg" / "data.txt"), point), (str(home / "pkg"), folder)]
+    assert reach.executable(str(home / "pkg" / "bwrap")) == f"{folder}/bwrap"
+    again = Reach(box, 65534, 65534)  # a second start in the same sandbox root gets points of its own
+    assert again.source(str(home / "pkg")) not in (point, folder)
+
+
+@pytest.mark.parametrize("code,split", [(0, (0, None)), (1, (1, None)), (128, (128, None)), (137, (None, 9)),
+                                        (139, (None, 11)), (192, (None, 64)), (193, (193, None))])
+def test_a_shell_exit_status_above_128_is_a_signal(code, split):
+    from ptxcore.sandbox.process import split_exit
+
+    assert split_exit(code) == split
+
+
+def test_a_start_that_fails_leaves_no_descriptor_open(policy, tmp_path, monkeypatch):
+    from ptxcore.sandbox.process import SandboxProcess, make_root
+
+    root = make_root("test-fds", os.getuid())
+    monkeypatch.setenv("PTXBENCH_BWRAP", str(tmp_path / "no-bwrap"))
+    before = len(os.listdir("/proc/self/fd"))
+    try:
+        with pytest.raises(SandboxUnavailableError, match="PTXBENCH_BWRAP"):
+            SandboxProcess.start(policy, root, ["/bin/true"], uid=os.getuid())
+    finally:
+        shutil.rmtree(root)
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -13,10 +13,9 @@ import pytest
 
 from research.kernel_models.attention_reference import attention_bwd, attention_fwd, ptxbench_mismatch
 from research.kernel_models.hw_model import Smem, a_regs_to_matrix, bf16, read_operand, tma_load, wgmma
+from research.kernel_models.kernel_ports import desc_kmajor, desc_mnmajor
 from research.kernel_models.kernel_source import kernel_constants, solution_path
-
-from .test_fa3_model import desc_kmajor, desc_mnmajor
-from .test_pipeline_protocols import run_protocol_check
+from research.kernel_models.protocols import check_bwd_protocol
 
 LOG2E = 1.4426950408889634
 
@@ -217,4 +216,4 @@ def test_wgmma_backward_model_matches_reference(S, D, causal):
 @pytest.mark.parametrize("n", [1, 2, 5])
 @pytest.mark.parametrize("D", [64, 128])
 def test_wgmma_backward_pipeline_is_safe(n, D):
-    run_protocol_check(kernel_constants(solution_path(f"mha_bwd_d{D}", "wgmma_tma_ws.cu")), n)
+    check_bwd_protocol(kernel_constants(solution_path(f"mha_bwd_d{D}", "wgmma_tma_ws.cu")), n)

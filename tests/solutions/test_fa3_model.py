@@ -14,30 +14,10 @@ import pytest
 
 from research.kernel_models.attention_reference import attention_fwd, ptxbench_mismatch
 from research.kernel_models.hw_model import Smem, a_regs_to_matrix, bf16, read_operand, tma_load, wgmma
+from research.kernel_models.kernel_ports import desc_kmajor, desc_mnmajor, quad_max, quad_sum
 from research.kernel_models.kernel_source import kernel_constants, solution_path
 
 LN2 = 0.69314718055994531
-
-
-def desc_kmajor(addr: int) -> int:
-    return ((addr & 0x3FFFF) >> 4) | (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)
-
-
-def desc_mnmajor(addr: int, half_bytes: int) -> int:
-    return ((addr & 0x3FFFF) >> 4) | ((half_bytes >> 4) << 16) | ((1024 >> 4) << 32) | (1 << 62)
-
-
-def quad_max(v: np.ndarray) -> np.ndarray:
-    """Two __shfl_xor_sync steps (1, 2) over 128 threads: lanes t ^ 1, t ^ 2 stay in the warp."""
-    t = np.arange(128)
-    v = np.maximum(v, v[t ^ 1])
-    return np.maximum(v, v[t ^ 2])
-
-
-def quad_sum(v: np.ndarray) -> np.ndarray:
-    t = np.arange(128)
-    v = v + v[t ^ 1]
-    return v + v[t ^ 2]
 
 
 def consumer(smem, C, cw, q0, S, n_tiles, causal, out, lse, bh, fill):

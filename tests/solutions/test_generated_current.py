@@ -6,23 +6,12 @@ kernel family; the committed files must be exactly its output (edit the template
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 
 from research.kernel_models.kernel_source import SOLUTIONS
+from tests.scripts import load_script
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("solutions_generate", SOLUTIONS / "generate.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("solutions_generate", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-GEN = _load()
+GEN = load_script(SOLUTIONS / "generate.py", "solutions_generate")
 
 
 def test_committed_files_equal_the_generator_output():

@@ -17,10 +17,9 @@ import numpy as np
 import pytest
 
 from research.kernel_models.hw_model import Smem, a_regs_to_matrix, bf16, read_operand, tma_load, wgmma
+from research.kernel_models.kernel_ports import desc_kmajor, desc_mnmajor, quad_max, quad_sum
 from research.kernel_models.kernel_source import kernel_constants, solution_path
 from research.kernel_models.pipeline_model import Barrier, Hazard, Wait, World, many_schedules
-
-from .test_fa3_model import desc_kmajor, desc_mnmajor, quad_max, quad_sum
 
 LOG2E = 1.4426950408889634
 RAGGED = "gqa_ragged_prefill_causal_h32_kv4_d128"

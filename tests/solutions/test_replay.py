@@ -5,9 +5,7 @@ are verdicts of the GPU judge and are only required to compile, with the stated 
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 
 import pytest
 import yaml
@@ -17,20 +15,13 @@ from ptxcore.compile import BuildOptions, CompileCache, compile_candidate
 from ptxcore.problems import load_catalog
 from ptxcore.schema import CompileStatus, StaticTarget
 from research.kernel_models.kernel_source import SOLUTIONS
+from tests.scripts import load_script
 
 HOPPER = BuildOptions(arch=get_architecture("hopper"))
 CPP_BLOCK = re.compile(r"```cpp\n(.*?)```", re.DOTALL)
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, SOLUTIONS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-BUILDER = _load("build_replay")
+BUILDER = load_script(SOLUTIONS.parent / "tools" / "build_replay.py", "build_replay")
 SPEC = BUILDER.load_spec()
 TURNS = [
     (library, t.problem, i, turn)
@@ -42,7 +33,7 @@ IDS = [f"{lib}-{p}-turn{i}-{turn.expect}" for lib, p, i, turn in TURNS]
 
 
 def test_yaml_files_are_up_to_date():
-    assert BUILDER.main(["--check"]) == 0, "run: python solutions/build_replay.py"
+    assert BUILDER.main(["--check"]) == 0, "run: python tools/build_replay.py"
 
 
 def test_one_trajectory_per_primary_problem_with_the_required_states():

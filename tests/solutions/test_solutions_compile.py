@@ -15,16 +15,11 @@ from ptxcore.arch import get_architecture
 from ptxcore.compile import BuildOptions, CompileCache, compile_candidate
 from ptxcore.problems import get_problem, load_catalog
 from ptxcore.schema import CompileStatus, StaticTarget
-from research.kernel_models.kernel_source import SOLUTIONS
+from research.kernel_models.kernel_source import SOLUTIONS, kernel_id, library_kernels, uses_target_path
 
 HOPPER = BuildOptions(arch=get_architecture("hopper"))
-KERNELS = sorted(SOLUTIONS.glob("*/*.cu"))
-IDS = [f"{p.parent.name}/{p.name}" for p in KERNELS]
-
-
-def uses_target_path(path) -> bool:
-    """Naming rule of the library: wgmma kernels carry 'wgmma' in their file name."""
-    return "wgmma" in path.name
+KERNELS = library_kernels()
+IDS = [kernel_id(p) for p in KERNELS]
 
 
 def run_params(source: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 Every library kernel must be PASSED; the wgmma kernels must execute their target instructions and the
 generic ones have none. Latency and speedup are printed (pytest -s) for the README table, which
-solutions/run_all.sh + make_table.py produce from the same judge.
+tools/run_solutions.sh + tools/solutions_table.py produce from the same judge.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import pytest
 from ptxcore.arch import get_architecture
 from ptxcore.problems import get_problem
 from ptxcore.schema import EvaluationStatus, TargetInstruction
-from research.kernel_models.kernel_source import SOLUTIONS
+from research.kernel_models.kernel_source import SOLUTIONS, kernel_id, library_kernels, uses_target_path
 
-from .test_solutions_compile import IDS, KERNELS, uses_target_path
+KERNELS = library_kernels()
 
 
 @pytest.mark.gpu
 @pytest.mark.slow
-@pytest.mark.parametrize("path", KERNELS, ids=IDS)
+@pytest.mark.parametrize("path", KERNELS, ids=kernel_id)
 def test_solution_passes_on_hopper(path):
     from ptxcore.gpu import judge_candidate
 

@@ -7,10 +7,10 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from ptxcore.arch import get_architecture
+from ptxcore.arch import Architecture, get_architecture
 from ptxcore.compile import CompiledCandidate
 from ptxcore.judge import InfraFailure
-from ptxcore.problems import get_problem
+from ptxcore.problems import Problem, get_problem
 from ptxcore.schema import (
     CompileResult,
     CompileStatus,
@@ -41,7 +41,8 @@ class Backend:
     def __init__(self, status: EvaluationStatus) -> None:
         self.status = status
 
-    def judge(self, source, problem, arch, compiled, *, language=Language.CUDA):
+    def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
+              workload_uuid: str | None = None, language: Language = Language.CUDA) -> JudgeResult:
         self.language = language
         wrong = self.status is EvaluationStatus.INCORRECT_NUMERICAL
         return JudgeResult(status=self.status, reason="why", definition=problem.name, arch=arch.key,

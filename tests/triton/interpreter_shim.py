@@ -9,6 +9,8 @@ module is imported (the @triton.jit decorators read TRITON_INTERPRET when they r
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import triton.language as tl
 import triton.runtime.interpreter as interp
@@ -17,18 +19,19 @@ _patch_lang_tensor = interp._patch_lang_tensor
 _create_dot = interp.InterpreterBuilder.create_dot
 
 
-def _patched_lang_tensor(tensor, scope):  # noqa: ANN001
+def _patched_lang_tensor(tensor: Any, scope: Any) -> None:  # the interpreter's own (untyped) objects
     _patch_lang_tensor(tensor, scope)
     scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
 
 
-def _as_fp32(handle):  # noqa: ANN001, ANN202
+def _as_fp32(handle: interp.TensorHandle) -> interp.TensorHandle:
     if handle.dtype.scalar == tl.bfloat16:
         return interp.TensorHandle((handle.data.astype(np.uint32) << 16).view(np.float32), tl.float32)
     return handle
 
 
-def _create_dot_bf16(self, a, b, d, *args):  # noqa: ANN001, ANN202
+def _create_dot_bf16(self: interp.InterpreterBuilder, a: interp.TensorHandle, b: interp.TensorHandle,
+                     d: interp.TensorHandle, *args: Any) -> interp.TensorHandle:
     return _create_dot(self, _as_fp32(a), _as_fp32(b), d, *args)
 
 

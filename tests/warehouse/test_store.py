@@ -65,6 +65,23 @@ def test_campaign_and_trajectory_round_trip(wh):
     assert wh.campaign("c1") == campaign()
     assert wh.campaigns() == [campaign()]
     assert wh.campaign("missing") is None
+    back = wh.campaign("c1")
+    assert back.git_commit is None and back.ptxbench_version is None and back.created_at is None
+    assert wh.trajectories("c1")[0].started_at is None and wh.trajectories("c1")[0].finished_at is None
+
+
+def test_campaign_rows_stored_with_empty_strings_read_as_unknown(wh):
+    """Warehouses written before these fields were optional hold "" for an unknown commit, version or time."""
+    old = {**campaign().model_dump(mode="json"), "git_commit": "", "ptxbench_version": "", "created_at": ""}
+    wh.upsert_rows("campaigns", [old])
+    wh.upsert_rows("trajectories", [{**trajectory().model_dump(mode="json"), "started_at": "", "finished_at": ""}])
+    back = wh.campaign("c1")
+    assert (back.git_commit, back.ptxbench_version, back.created_at) == (None, None, None)
+    (t,) = wh.trajectories("c1")
+    assert (t.started_at, t.finished_at) == (None, None)
+    kept = {**old, "git_commit": "cbc38f0", "created_at": "2026-12-01T09:40:00+00:00"}
+    wh.upsert_rows("campaigns", [kept])
+    assert wh.campaign("c1").git_commit == "cbc38f0" and wh.campaign("c1").created_at == kept["created_at"]
 
 
 def test_reference_latency_cache(wh):

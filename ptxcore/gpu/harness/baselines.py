@@ -9,14 +9,19 @@ BaselineUnavailableError instead of being silently compared against another libr
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ptxcore.gpu.errors import BaselineUnavailableError
 from ptxcore.problems import Problem
 
+if TYPE_CHECKING:
+    import torch
+
 Baseline = Callable[[dict], dict]
 
 
-def attention_forward(q, k, v, causal: bool):  # noqa: ANN001, ANN201 - torch tensors
+def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
     """cuDNN attention forward: (O, natural-log LSE of shape [B, H, S])."""
     import torch
 

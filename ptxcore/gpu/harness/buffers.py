@@ -8,8 +8,14 @@ A fresh slot per trial means the candidate sees new pointers in every trial.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ptxcore.gpu.harness.workloads import TensorInfo, WorkloadSpec
+
+if TYPE_CHECKING:
+    import cupy
+    import torch
 
 POISON_BYTE = 0xFF  # all-ones bit pattern: NaN in bf16/fp16/fp32, -1 in integers
 
@@ -19,8 +25,9 @@ class SharedBuffer:
     """One IPC-exportable device allocation and a torch view of it."""
 
     info: TensorInfo
-    memory: object  # cupy.cuda.Memory
-    tensor: object  # torch.Tensor sharing `memory`
+    memory: cupy.cuda.Memory
+    tensor: torch.Tensor
+    """A view of `memory`."""
     handle: bytes
 
     @property
@@ -28,7 +35,7 @@ class SharedBuffer:
         return int(self.memory.ptr)
 
 
-def _torch_view(cupy, torch, mem, info: TensorInfo):  # noqa: ANN001, ANN202
+def _torch_view(cupy: ModuleType, torch: ModuleType, mem: cupy.cuda.Memory, info: TensorInfo) -> torch.Tensor:
     raw = cupy.ndarray((info.nbytes,), dtype=cupy.uint8, memptr=cupy.cuda.MemoryPointer(mem, 0))
     return torch.from_dlpack(raw).view(getattr(torch, info.dtype)).view(info.shape)
 
@@ -65,7 +72,7 @@ class SharedSlot:
                             "shape": list(t.shape), "dtype": t.dtype})
         return out
 
-    def load_inputs(self, inputs: dict, perm=None) -> None:  # noqa: ANN001 - torch tensor or None
+    def load_inputs(self, inputs: dict, perm: torch.Tensor | None = None) -> None:
         """Copy the pristine inputs in, permuted along the batch (perm: int64 tensor) where they batch."""
         import torch
 

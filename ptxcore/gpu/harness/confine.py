@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ptxcore.gpu.harness.triton import TritonFiles
 from ptxcore.sandbox import Limits, Mount, MountKind, Sandbox, SandboxOutcome, SandboxPolicy, presets, ro, rw
-from ptxcore.sandbox.runner import SandboxProcess
+from ptxcore.sandbox.process import Redirect, SandboxProcess
 from ptxcore.sass.tools import ToolNotFoundError, find_tool
 
 log = logging.getLogger(__name__)
@@ -235,8 +235,10 @@ class StageSandbox:
     def __exit__(self, *exc: object) -> None:
         self.box.__exit__(*exc)
 
-    def spawn(self, argv: list[str], **kw) -> SandboxProcess:  # noqa: ANN003 - Sandbox.spawn's keywords
-        return self.box.spawn(argv, **kw)
+    def spawn(self, argv: list[str], *, stdout: Redirect = subprocess.PIPE, stderr: Redirect = subprocess.PIPE,
+              pass_fds: tuple[int, ...] = ()) -> SandboxProcess:
+        """Start a long-lived stage process (the child session) with its own pipes; `pass_fds` visible inside."""
+        return self.box.spawn(argv, stdout=stdout, stderr=stderr, pass_fds=pass_fds)
 
     def kill(self, proc: SandboxProcess) -> None:
         self.box.kill(proc)

@@ -20,6 +20,12 @@ kernel spans that time the baseline do not include it).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+    from ptxcore.problems import Problem
 
 Baseline = Callable[[dict], dict]
 WORKSPACE_BYTES = 256 * 1024 * 1024  # FlashInfer's float workspace (split-KV partial results)
@@ -65,19 +71,19 @@ def _workspace():
     return torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
 
 
-def _axes(problem) -> tuple[int, int, int, int]:  # noqa: ANN001 - ptxcore.problems.Problem
+def _axes(problem: Problem) -> tuple[int, int, int, int]:
     c = problem.definition.const_axes()
     return c["num_qo_heads"], c["num_kv_heads"], c["head_dim"], c.get("page_size", 1)
 
 
-def _ragged_prefill(problem) -> Baseline:  # noqa: ANN001
+def _ragged_prefill(problem: Problem) -> Baseline:
     import flashinfer
     import torch
 
     hq, hkv, d, _ = _axes(problem)
     state: dict = {}
 
-    def plan(wrapper, qo_indptr, kv_indptr) -> None:  # noqa: ANN001
+    def plan(wrapper: Any, qo_indptr: torch.Tensor, kv_indptr: torch.Tensor) -> None:  # wrapper: FlashInfer's
         wrapper.plan(qo_indptr, kv_indptr, hq, hkv, d, causal=True, sm_scale=state["sm_scale"],
                      q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16)
 
@@ -92,14 +98,14 @@ def _ragged_prefill(problem) -> Baseline:  # noqa: ANN001
     return run
 
 
-def _paged_prefill(problem) -> Baseline:  # noqa: ANN001
+def _paged_prefill(problem: Problem) -> Baseline:
     import flashinfer
     import torch
 
     hq, hkv, d, page_size = _axes(problem)
     state: dict = {}
 
-    def plan(wrapper, qo_indptr, kv_indptr, kv_indices) -> None:  # noqa: ANN001
+    def plan(wrapper: Any, qo_indptr: torch.Tensor, kv_indptr: torch.Tensor, kv_indices: torch.Tensor) -> None:
         last_page_len = torch.ones(kv_indptr.numel() - 1, dtype=torch.int32)  # page size 1: pages are full
         wrapper.plan(qo_indptr, kv_indptr, kv_indices, last_page_len, hq, hkv, d, page_size, causal=True,
                      sm_scale=state["sm_scale"], q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16)
@@ -115,14 +121,14 @@ def _paged_prefill(problem) -> Baseline:  # noqa: ANN001
     return run
 
 
-def _paged_decode(problem) -> Baseline:  # noqa: ANN001
+def _paged_decode(problem: Problem) -> Baseline:
     import flashinfer
     import torch
 
     hq, hkv, d, page_size = _axes(problem)
     state: dict = {}
 
-    def plan(wrapper, kv_indptr, kv_indices) -> None:  # noqa: ANN001
+    def plan(wrapper: Any, kv_indptr: torch.Tensor, kv_indices: torch.Tensor) -> None:
         last_page_len = torch.ones(kv_indptr.numel() - 1, dtype=torch.int32)
         wrapper.plan(kv_indptr, kv_indices, last_page_len, hq, hkv, d, page_size, pos_encoding_mode="NONE",
                      sm_scale=state["sm_scale"], q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16)
@@ -143,7 +149,7 @@ _FACTORIES: dict[str, Callable] = dict(
 )
 
 
-def flashinfer_baseline(problem) -> Baseline:  # noqa: ANN001
+def flashinfer_baseline(problem: Problem) -> Baseline:
     """The FlashInfer baseline named by the problem's extension (`baseline.implementation`).
 
     Raises ImportError when FlashInfer is missing (the caller turns it into BaselineUnavailableError)

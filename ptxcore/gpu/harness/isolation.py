@@ -39,7 +39,7 @@ from ptxcore.sandbox import SandboxUnavailableError
 if TYPE_CHECKING:
     from ptxcore.gpu.harness.confine import StageSandbox
     from ptxcore.gpu.harness.triton import TritonFiles
-    from ptxcore.sandbox.runner import SandboxProcess
+    from ptxcore.sandbox.process import SandboxProcess
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

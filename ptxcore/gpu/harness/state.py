@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ptxcore.gpu.harness.baselines import get_baseline
 from ptxcore.gpu.harness.workloads import WorkloadSpec, generate_inputs, resolve_spec
 from ptxcore.problems import Problem
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +29,7 @@ class TrialData:
     references: dict
 
 
-def checksum(tensor) -> int:  # noqa: ANN001 - torch tensor
+def checksum(tensor: torch.Tensor) -> int:
     """Sum of the tensor's bytes read as int16 (or uint8): changes under any realistic corruption."""
     import torch
 

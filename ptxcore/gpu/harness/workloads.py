@@ -8,10 +8,15 @@ Q, K, V). torch is imported inside the functions that need it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ptxcore.gpu.child.dlpack import itemsize
 from ptxcore.problems import Problem
 from ptxcore.schema import ScalarInput, Workload
+
+if TYPE_CHECKING:
+    import torch
 
 # Leading axes along which a problem is a batch of independent sub-problems. Permuting them in the
 # inputs permutes the outputs the same way, so every call can see fresh data without a new reference.
@@ -95,11 +100,12 @@ def resolve_spec(problem: Problem, workload: Workload) -> WorkloadSpec:
     return WorkloadSpec(d.name, workload.uuid, tuple(tensors), batch)
 
 
-def _torch_dtype(torch, dtype: str):  # noqa: ANN001
+def _torch_dtype(torch: ModuleType, dtype: str) -> torch.dtype:
     return getattr(torch, dtype)
 
 
-def _structure_tensor(torch, problem: Problem, name: str, gen, device):  # noqa: ANN001
+def _structure_tensor(torch: ModuleType, problem: Problem, name: str, gen: torch.Generator, device: str
+                      ) -> torch.Tensor:
     st = problem.extension.structure
     if st is None:
         raise ValueError(f"{problem.name}: input {name} is 'structure' but the extension has no structure")

@@ -214,8 +214,8 @@ class GpuJudge:
         return r, built, None
 
     # ---- the judgement ----------------------------------------------------------------------
-    def judge(self, source: str, problem: Problem, arch: Architecture, workload_uuid: str | None = None,
-              compiled: CompiledCandidate | None = None, language: Language | str = Language.CUDA) -> JudgeResult:
+    def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
+              workload_uuid: str | None = None, language: Language | str = Language.CUDA) -> JudgeResult:
         with self._lock:
             r, built, early = self._built(source, problem, arch, workload_uuid, compiled, language)
             if early is not None:
@@ -304,9 +304,9 @@ class GpuJudge:
                                  gpu.flusher, gpu.monitor, gpu.meter)
 
     # ---- tool-only stages (the profiling service's /sanitize and /profile) --------------------
-    def sanitize_only(self, source: str, problem: Problem, arch: Architecture, workload_uuid: str | None = None,
-                      compiled: CompiledCandidate | None = None, language: Language | str = Language.CUDA,
-                      ) -> JudgeResult:
+    def sanitize_only(self, source: str, problem: Problem, arch: Architecture, *,
+                      compiled: CompiledCandidate | None = None, workload_uuid: str | None = None,
+                      language: Language | str = Language.CUDA) -> JudgeResult:
         """The memcheck gate alone: SANITIZE_CLEAN, or the verdict memcheck reached."""
         with self._lock:
             r, built, early = self._built(source, problem, arch, workload_uuid, compiled, language)
@@ -320,9 +320,9 @@ class GpuJudge:
                 return r.finish(verdict.status, verdict.reason)
             return r.finish(EvaluationStatus.SANITIZE_CLEAN, "sanitize only: memcheck clean; correctness not judged")
 
-    def profile_only(self, source: str, problem: Problem, arch: Architecture, workload_uuid: str | None = None,
-                     compiled: CompiledCandidate | None = None, language: Language | str = Language.CUDA,
-                     ) -> JudgeResult:
+    def profile_only(self, source: str, problem: Problem, arch: Architecture, *,
+                     compiled: CompiledCandidate | None = None, workload_uuid: str | None = None,
+                     language: Language | str = Language.CUDA) -> JudgeResult:
         """The target-instruction check alone (ncu failure: unknown): PROFILED."""
         with self._lock:
             r, built, early = self._built(source, problem, arch, workload_uuid, compiled, language)

@@ -5,7 +5,9 @@ Markers (anywhere in the source, e.g. in a comment): FAKE:wrong, FAKE:compile, F
 candidate code), FAKE:harness-hang, FAKE:segv, FAKE:exit, FAKE:raise (runner exception), FAKE:infra
 (INFRA_ERROR verdict), FAKE:throttle (judge saw thermal slowdown while timing), FAKE:leak=MIB,
 FAKE:sleep=S (candidate time). Health comes from `<control_dir>/gpu<N>.json` when present (a test
-heats a GPU by writing {"temperature_c": 95} there).
+heats a GPU by writing {"temperature_c": 95} there); the phase it announces last is written to
+`<control_dir>/gpu<N>.phase`, for a test that must act while "candidate code" runs (it waits on the file,
+not on a guessed time).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class FakeRunner:
         self.gpu, self.eval_s, self.state_build_s, self.cache_state = gpu, eval_s, state_build_s, cache_state
         self.total_bytes = int(total_gib * GIB)
         self.control = Path(control_dir) / f"gpu{gpu}.json" if control_dir else None
+        self.phase_file = Path(control_dir) / f"gpu{gpu}.phase" if control_dir else None
         self.resident: OrderedDict[str, int] = OrderedDict()
         self.leaked = 0
 
@@ -63,7 +66,7 @@ class FakeRunner:
         if "infra" in marks:
             return self._result(item, EvaluationStatus.INFRA_ERROR, "fake infrastructure error", {})
         stages = {"state": self._ensure_state(item)}
-        phase(Phase.CANDIDATE)
+        self._announce(phase, Phase.CANDIDATE)
         if "hang" in marks:
             time.sleep(1e6)
         if "segv" in marks:
@@ -73,13 +76,18 @@ class FakeRunner:
         t0 = time.perf_counter()
         time.sleep(float(marks.get("sleep") or self.eval_s))
         stages["candidate"] = time.perf_counter() - t0
-        phase(Phase.HARNESS)
+        self._announce(phase, Phase.HARNESS)
         if "leak" in marks:
             self.leaked += int(float(marks["leak"] or 0) * (1 << 20))
         status = (EvaluationStatus.INCORRECT_NUMERICAL if "wrong" in marks else
                   EvaluationStatus.COMPILE_ERROR if "compile" in marks else _CLEAN[item.kind])
         return self._result(item, status, "" if status.is_correct else f"fake {status.value}", stages,
                             throttled="throttle" in marks)
+
+    def _announce(self, phase: PhaseCallback, now: Phase) -> None:
+        phase(now)
+        if self.phase_file is not None:
+            self.phase_file.write_text(now.value)
 
     def _ensure_state(self, item: WorkItem) -> float:
         need = memory_need(get_problem(item.definition), item.workload_uuid or None)

@@ -20,8 +20,8 @@ class LocalGpuJudge:
     def __init__(self, config: JudgeConfig | None = None) -> None:
         self.config = config
 
-    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate | None = None,
-              workload_uuid: str | None = None, *, language: Language = Language.CUDA) -> JudgeResult:
+    def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
+              workload_uuid: str | None = None, language: Language = Language.CUDA) -> JudgeResult:
         from ptxcore.gpu import judge_candidate
 
         return judge_candidate(source, problem, arch, self.config, workload_uuid=workload_uuid, compiled=compiled,

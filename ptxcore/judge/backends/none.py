@@ -31,8 +31,8 @@ class NoGpuJudge:
         self.reason = reason
         self.config = config
 
-    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate | None = None,
-              workload_uuid: str | None = None, *, language: Language = Language.CUDA) -> JudgeResult:
+    def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
+              workload_uuid: str | None = None, language: Language = Language.CUDA) -> JudgeResult:
         started = time.monotonic()
         if compiled is None:
             compiled = self._compile(source, arch, language)

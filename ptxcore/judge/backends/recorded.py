@@ -58,9 +58,10 @@ class RecordedJudge:
         log.info("recorded verdicts: %d for %s in %s", len(index), arch, root)
         return cls(root, index, arch, config)
 
-    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate | None = None,
-              workload_uuid: str | None = None, *, language: Language = Language.CUDA) -> JudgeResult:
-        cpu = self._cpu.judge(source, problem, arch, compiled, workload_uuid, language=language)
+    def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
+              workload_uuid: str | None = None, language: Language = Language.CUDA) -> JudgeResult:
+        cpu = self._cpu.judge(source, problem, arch, compiled=compiled, workload_uuid=workload_uuid,
+                              language=language)
         if cpu.compile is not None and cpu.compile.verdict is not None:
             return cpu  # rejected or not compiling today: that is the verdict
         hit = self.verdicts.get((text_sha256(source), problem.name, str(cpu.workload_uuid), arch.key))

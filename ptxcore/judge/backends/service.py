@@ -29,7 +29,7 @@ class ServiceJudge:
         self.client = ProfilerClient(url, token=token or os.environ.get(TOKEN_ENV) or None, retries=retries,
                                      transport=transport)
 
-    def judge(self, source: str, problem: Problem, arch: Architecture, compiled: CompiledCandidate | None = None,
-              workload_uuid: str | None = None, *, language: Language = Language.CUDA) -> JudgeResult:
+    def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
+              workload_uuid: str | None = None, language: Language = Language.CUDA) -> JudgeResult:
         return self.client.evaluate(source, problem.name, arch.key, workload_uuid=workload_uuid,
                                     client_tag=self.client_tag, language=Language(language).value)

@@ -4,7 +4,6 @@ worker processes, simulated judge), and a way to set a fake GPU's health reading
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ pytest.importorskip("uvicorn")
 
 from ptxcore.gpu.service import HealthThresholds, ServiceConfig  # noqa: E402
 from ptxcore.gpu.service.server import FAKE_RUNNER, BackgroundServer  # noqa: E402
+from tests.waiting import wait_for  # noqa: E402, F401 - the service tests import it from here
 
 GEMM = "gemm_n7168_k5120"
 MHA = "mha_with_lse_d128"
@@ -37,15 +37,6 @@ def set_gpu(config: ServiceConfig, gpu: int, **reading) -> None:
     """What FakeRunner's health() reports for `gpu` from now on (empty: defaults)."""
     path = Path(config.runner_args["control_dir"]) / f"gpu{gpu}.json"
     path.write_text(json.dumps(reading))
-
-
-def wait_for(predicate: Callable[[], bool], timeout_s: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Running:

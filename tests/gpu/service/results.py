@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from ptxcore.gpu.service.models import WorkItem
 from ptxcore.gpu.service.outcome import verdict_result
 from ptxcore.schema import EvaluationStatus, JudgeCorrectness, JudgeResult, Performance
 
 
-def scripted_result(item, status: EvaluationStatus, reason: str = "") -> JudgeResult:  # noqa: ANN001
+def scripted_result(item: WorkItem, status: EvaluationStatus, reason: str = "") -> JudgeResult:
     base = verdict_result(item, EvaluationStatus.RUNTIME_ERROR, reason).model_dump()
     if status in (EvaluationStatus.PASSED, EvaluationStatus.INCORRECT_NUMERICAL):
         base["correctness"] = JudgeCorrectness(max_absolute_error=0.0 if status is EvaluationStatus.PASSED else 2.0)

@@ -3,8 +3,6 @@ elsewhere; a leaking worker is replaced; a drained GPU returns once healthy."""
 
 from __future__ import annotations
 
-import time
-
 from .conftest import set_gpu, wait_for
 
 
@@ -52,8 +50,9 @@ def test_operator_drain_moves_work_and_excludes_the_running_attempt(start_servic
     assert [a["disposition"] for a in view["attempts"]] == ["excluded", "scored"]
     assert "maintenance" in view["attempts"][0]["reason"] and view["gpu"] == 1 - gpu
     assert svc.gpu(gpu)["state"] == "drained" and "maintenance" in svc.gpu(gpu)["reasons"][0]
-    time.sleep(1.0)  # healthy checks do not lift an operator's drain
-    assert svc.gpu(gpu)["state"] == "drained"
+    set_gpu(svc.config, gpu, temperature_c=41)  # a healthy reading that marks the checks after the drain
+    wait_for(lambda: (svc.gpu(gpu)["health"] or {}).get("temperature_c") == 41, 20, "a health check after the drain")
+    assert svc.gpu(gpu)["state"] == "drained", "a healthy check does not lift an operator's drain"
     svc.http.post(f"/gpus/{gpu}/resume")
     wait_for(lambda: svc.gpu(gpu)["state"] == "idle", 20, "resumed")
 

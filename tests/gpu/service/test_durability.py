@@ -83,7 +83,7 @@ def test_results_lost_and_pending_tasks_across_a_crash(tmp_path):
         ran = http.get(f"/tasks/{pending}", params={"wait_s": 30}).json()
         assert ran["state"] == "completed" and ran["result"]["status"] == "PASSED"
         assert [a["disposition"] for a in ran["attempts"]] == ["scored"]
-        time.sleep(0.5)
+        wait_for(lambda: (h := http.get("/health").json())["pending"] == 0 and h["running"] == 0, 20, "an idle service")
         assert http.get(f"/tasks/{running}").json()["state"] == "lost", "a lost task is never re-run"
     finally:
         second.send_signal(signal.SIGINT)

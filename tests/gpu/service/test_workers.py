@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
-import time
+from pathlib import Path
 
 from .conftest import wait_for
 
@@ -51,13 +51,15 @@ def test_killing_a_worker_mid_task_reports_it_and_replaces_the_worker(start_serv
     svc = start_service(gpus=(0, 1), runner_args={"eval_s": 2.0})
     task_id = svc.submit("// slow but fine\n")
     wait_for(lambda: any(g["current_task"] == task_id for g in svc.health()["gpus"]), 20, "task running")
-    time.sleep(0.5)  # inside the candidate's run
     victim = next(g for g in svc.health()["gpus"] if g["current_task"] == task_id)
+    phase = Path(svc.config.runner_args["control_dir"]) / f"gpu{victim['gpu']}.phase"
+    wait_for(lambda: phase.is_file() and phase.read_text() == "candidate", 20, "the candidate's run")
     os.kill(victim["worker_pid"], signal.SIGKILL)  # as the OOM killer would
     view = svc.result(task_id, wait_s=60)
     assert view["state"] == "completed" and view["result"]["status"] == "PASSED"
     first, second = view["attempts"]
     assert first["disposition"] == "excluded" and "SIGKILL" in first["reason"] and first["gpu"] == victim["gpu"]
+    assert "in candidate code" in first["reason"]  # killed inside the candidate's run, still not charged to it
     assert second["disposition"] == "scored" and second["gpu"] != victim["gpu"]
     replaced = svc.gpu(victim["gpu"])
     assert replaced["restarts"] == 1 and replaced["worker_pid"] != victim["worker_pid"]

@@ -1,12 +1,12 @@
 """The scripted replay trajectories of replay/demo/ (one per primary problem, five turns each) and of
 replay/generalization/ (one per generalization problem, two turns each; at the end of this file).
 
-Every turn is a solution file of this folder, optionally with textual edits (each `old` string must
+Every turn is a solution file of solutions/, optionally with textual edits (each `old` string must
 occur exactly once in the base file), plus the model-style reasoning that precedes the ```cpp block.
 `expect` is the verdict the turn is written to earn on the H200 (COMPILE_ERROR ones are checked on
 any machine by the tests; the others compile here and get their verdict from `ptxbench eval`).
 `target` says whether the kernel carries the Hopper target families (static SASS): True / False.
-Regenerate the YAML files with `python solutions/build_replay.py`.
+Regenerate the YAML files with `python tools/build_replay.py`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Judge every kernel of the solution library on this host's GPU with `ptxbench eval --json`.
 #
-#   solutions/run_all.sh OUT_DIR [--with-replay] [--server URL]
+#   tools/run_solutions.sh OUT_DIR [--with-replay] [--server URL]
 #
 # Writes OUT_DIR/<problem>__<kernel>.json (one JudgeResult envelope each) and, with --with-replay, every
 # turn of the replay/demo trajectories as OUT_DIR/replay__<problem>__turn<i>_<EXPECTED>.json (the kernels
 # are exported to OUT_DIR/replay_kernels/). A non-PASSED verdict is a result, not a failure: the loop
 # goes on; exit codes are kept in OUT_DIR/exit_codes.tsv. Then build the README table with
-#   python solutions/make_table.py OUT_DIR --readme solutions/README.md
+#   python tools/solutions_table.py OUT_DIR --readme solutions/README.md
 set -uo pipefail
 
 usage() { echo "usage: $0 OUT_DIR [--with-replay] [--server URL]" >&2; exit 2; }
@@ -26,6 +26,7 @@ done
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(dirname "$HERE")
+SOLUTIONS=$REPO/solutions
 mkdir -p "$OUT"
 : > "$OUT/exit_codes.tsv"
 
@@ -40,7 +41,7 @@ print(d["status"], "%.4f ms" % p["latency_ms"] if p else "", "x%.3f" % p["speedu
     "$out" 2>/dev/null || echo "no JSON envelope (exit $rc, see ${out%.json}.stderr)"
 }
 
-for kernel in "$HERE"/*/*.cu; do
+for kernel in "$SOLUTIONS"/*/*.cu; do
   problem=$(basename "$(dirname "$kernel")")
   name=$(basename "$kernel" .cu)
   judge "$kernel" "$problem" "$OUT/${problem}__${name}.json"
@@ -54,4 +55,4 @@ if [ "$WITH_REPLAY" = 1 ]; then
     judge "$kernel" "$problem" "$OUT/replay__${problem}__${name}.json"
   done
 fi
-echo "results in $OUT; table: python solutions/make_table.py $OUT --readme solutions/README.md"
+echo "results in $OUT; table: python tools/solutions_table.py $OUT --readme solutions/README.md"

@@ -1,7 +1,7 @@
-"""Turn the `ptxbench eval --json` envelopes written by solutions/run_all.sh into the README tables.
+"""Turn the `ptxbench eval --json` envelopes written by tools/run_solutions.sh into solutions/README.md's tables.
 
-    python solutions/make_table.py OUT_DIR                                  # print the tables
-    python solutions/make_table.py OUT_DIR --readme solutions/README.md     # replace the marked section
+    python tools/solutions_table.py OUT_DIR                                  # print the tables
+    python tools/solutions_table.py OUT_DIR --readme solutions/README.md     # replace the marked section
 
 Reads OUT_DIR/<problem>__<kernel>.json (library kernels) and OUT_DIR/replay__<problem>__turn<i>_<EXPECTED>.json
 (replay turns, when present). Only numbers found in the envelopes are printed; a missing envelope is
@@ -15,7 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[1]
+SOLUTIONS = REPO / "solutions"
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 
 
@@ -25,7 +26,7 @@ def _fmt(x: float | None, spec: str) -> str:
 
 def library_rows(out: Path) -> list[list[str]]:
     rows = []
-    for kernel in sorted(HERE.glob("*/*.cu")):
+    for kernel in sorted(SOLUTIONS.glob("*/*.cu")):
         problem, name = kernel.parent.name, kernel.stem
         path = out / f"{problem}__{name}.json"
         if not path.is_file():
@@ -52,7 +53,7 @@ def library_rows(out: Path) -> list[list[str]]:
 
 def _baseline(problem: str, envelopes: list[dict]) -> str:
     """The problem's baseline library, with the version an envelope recorded (when one did)."""
-    sys.path.insert(0, str(HERE.parent))
+    sys.path.insert(0, str(REPO))
     from ptxcore.problems import get_problem
 
     library = get_problem(problem).extension.baseline.library.value
@@ -68,7 +69,7 @@ def problem_rows(out: Path) -> list[list[str]]:
     """One row per problem: its baseline, reference latency and the best of our kernels (fastest PASSED, else
     the first verdict found)."""
     rows = []
-    for folder in sorted(p for p in HERE.iterdir() if p.is_dir() and any(p.glob("*.cu"))):
+    for folder in sorted(p for p in SOLUTIONS.iterdir() if p.is_dir() and any(p.glob("*.cu"))):
         problem = folder.name
         found = {k.stem: json.loads((out / f"{problem}__{k.stem}.json").read_text())
                  for k in sorted(folder.glob("*.cu")) if (out / f"{problem}__{k.stem}.json").is_file()}

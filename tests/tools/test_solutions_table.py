@@ -1,13 +1,11 @@
-"""solutions/make_table.py renders what the envelopes say, marks what is missing, and edits only its section.
+"""tools/solutions_table.py renders what the envelopes say, marks what is missing, and edits only its section.
 
 The envelopes here are hand-written test inputs in the shape of `ptxbench eval --json`, not results.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import pytest
 
@@ -19,17 +17,9 @@ from ptxcore.schema import (
     TargetInstructionEvidence,
 )
 from research.kernel_models.kernel_source import SOLUTIONS
+from tests.scripts import load_script
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("make_table", SOLUTIONS / "make_table.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_table", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-MT = _load()
+MT = load_script(SOLUTIONS.parent / "tools" / "solutions_table.py", "solutions_table")
 
 
 def envelope(status: EvaluationStatus, latency=None, reference=None, target=TargetInstruction.ABSENT) -> dict:

@@ -1,6 +1,6 @@
 """Compare the SASS of two kernel sources: are they the same machine code?
 
-    python solutions/sass_diff.py OLD.cu NEW.cu [OLD2.cu NEW2.cu ...]
+    python tools/sass_diff.py OLD.cu NEW.cu [OLD2.cu NEW2.cu ...]
 
 Each file is compiled for sm_90a with the project's flags (through the compile cache) and disassembled
 with the project's cuobjdump; instruction addresses, encodings and the anonymous-namespace hash that

@@ -1,4 +1,4 @@
-"""solutions/triton/make_table.py: rows -> README table; bad input is one line and a non-zero exit."""
+"""tools/triton_table.py: rows -> README table; bad input is one line and a non-zero exit."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "solutions" / "triton" / "make_table.py"
+SCRIPT = REPO / "tools" / "triton_table.py"
 
 ROWS = [
     {"check": "solution", "problem": "gemm_n7168_k5120", "kernel": "tma_persistent.py",

@@ -1,6 +1,6 @@
 """Build the results table of solutions/triton/README.md from the rows the GPU check wrote.
 
-    python solutions/triton/make_table.py OUT/triton_rows.jsonl [--readme solutions/triton/README.md]
+    python tools/triton_table.py OUT/triton_rows.jsonl [--readme solutions/triton/README.md]
 
 Rows come from tests/gpu/test_triton_gpu.py (PTXBENCH_TRITON_OUT): `solution` rows (errors, do_bench
 latencies, static SASS families of the launched cubins), `ncu` rows (executed target families) and `judge`
