@@ -36,8 +36,10 @@ def read_bytes(path: Path | str, max_bytes: int, *, follow_symlinks: bool = True
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise InputFileError(f"no such file: {path}") from None
     except OSError as exc:
-        raise InputFileError(f"{path}: {'no such file' if exc.errno == errno.ENOENT else _reason(exc)}") from None
+        raise InputFileError(f"{path}: {_reason(exc)}") from None
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):

@@ -92,6 +92,7 @@ def test_invalid_content_is_never_quoted(dataset, tmp_path):
     assert "bad.json: invalid Definition" in line and SECRET not in line
 
 
+@pytest.mark.timeout(120)  # a FIFO opened for reading blocks: a regression must fail, not hang
 def test_not_utf8_and_fifo(dataset, tmp_path):
     (dataset / "definitions" / "gemm" / "latin1.json").write_bytes(b'{"name": "caf\xe9"}')
     line = one_line_error(import_traces(dataset, tmp_path / "w.duckdb"))
