@@ -33,7 +33,8 @@ from ptxcore.adapt import (
 )
 from ptxcore.adapt.notes import NotesSummary
 from ptxcore.adapt.store import AdaptStore
-from ptxcore.agent import CampaignConfig, CampaignSummary
+from ptxcore.agent import CampaignConfig, CampaignConfigError, CampaignSummary
+from ptxcore.agent.yamlfile import locate
 from ptxcore.schema import FrozenModel
 from ptxcore.warehouse import Warehouse
 from tasks.adapt import (
@@ -48,7 +49,7 @@ from tasks.adapt import (
 
 from .campaign import run_campaign
 from .limits import ensure_limits, llm_tag
-from .replay import make_client
+from .replay import make_client, make_client_check
 from .runtime import Prompt
 
 log = logging.getLogger(__name__)
@@ -115,13 +116,32 @@ def _recorded_beside(recipe, recipe_path: str):
 def build_context(recipe_path: str, warehouse: str | None = None, build_id: str | None = None) -> BuildContext:
     """The recipe, its build id and warehouse (default: runs/<first source campaign>/warehouse.duckdb)."""
     recipe, text = load_recipe(recipe_path)
+    check_recipe_addresses(recipe, recipe_path, text)
     recipe = _recorded_beside(recipe, recipe_path)
     path = warehouse or recipe.warehouse or f"runs/{recipe.selection.source_campaigns[0]}/warehouse.duckdb"
     try:
         return BuildContext(build_id=build_id or recipe.name, recipe=recipe, recipe_text=text,
                             warehouse=str(Path(path).resolve()))
-    except ValueError as exc:
-        raise AdaptError(f"--build-id {build_id!r}: use letters, digits, '_', '-', '.' (at most 100)") from exc
+    except ValueError as exc:  # the recipe's name is checked by the recipe itself: this is the option
+        raise AdaptError(f"--build-id {str(build_id)[:80]!r}: use letters, digits, '_', '-', '.' (at most 100)") from exc
+
+
+def check_recipe_addresses(recipe, where: str, text: str) -> None:  # noqa: ANN001 - ptxcore.adapt.Recipe
+    """The recipe's models (key variables, servers) and the teacher's judge routes, before any step runs: a recipe
+    alone may not choose where a key or the profiler token is sent (ptxcore.agent.endpoints)."""
+    from ptxcore.agent.endpoints import EndpointError, allowed_endpoints, check_route
+
+    specs = [("synthesizer.model", recipe.synthesizer.model)]
+    if recipe.teacher is not None:
+        specs.append(("teacher.model", recipe.teacher.model))
+    try:
+        for key, spec in specs:
+            make_client_check(spec, key)
+        for arch, route in (recipe.teacher.profilers if recipe.teacher else {}).items():
+            check_route(f"teacher.profilers.{arch}", route, allowed_endpoints())
+    except (EndpointError, CampaignConfigError) as exc:
+        message = str(exc)
+        raise AdaptError(f"{locate(where, text, message.split(':', 1)[0])}: {message}") from None
 
 
 def resolve_steps(ctx: BuildContext, steps: list[str] | None) -> list[str]:
@@ -150,7 +170,8 @@ def repair_flow(ctx: BuildContext, profilers: dict[str, str] | None = None, mlfl
     config = _repair_config(plan.config, mlflow_tracking_uri)
     prompts = {tid: Prompt(system=p.system, user=p.user, sha256=p.sha256) for tid, p in plan.prompts.items()}
     summary, _ = run_campaign(config, plan.config_text, plan.plans, judge_plugin,
-                           prompt_builder=lambda trajectory: prompts[trajectory.trajectory_id], profilers=profilers)
+                              prompt_builder=lambda trajectory: prompts[trajectory.trajectory_id], profilers=profilers,
+                              new_id="--build-id NEW")
     finish_repair_task(ctx)
     return summary
 

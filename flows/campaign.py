@@ -23,6 +23,7 @@ from prefect.utilities.annotations import quote
 from ptxcore.adapt.retrieval import NoteRecord
 from ptxcore.agent import (
     CampaignConfig,
+    CampaignConfigError,
     CampaignSummary,
     PriorTurn,
     TrajectoryPlan,
@@ -33,7 +34,9 @@ from ptxcore.agent import (
     plan_campaign,
     stop_rule,
 )
+from ptxcore.agent.preflight import address_problems
 from ptxcore.agent.records import now_iso
+from ptxcore.agent.yamlfile import locate
 from ptxcore.judge import JudgeBackend, NoGpuJudge, select_judge
 from ptxcore.judge.backends.recorded import RecordedJudge
 from ptxcore.judge.route import parse_file_routes, resolve_routes
@@ -52,7 +55,7 @@ from .artifacts import (
 )
 from .limits import ensure_limits, wanted_limits
 from .logs import bridge_run_logs
-from .preflight import preflight_run
+from .preflight import NEW_ID_HINT, check_same_campaign, preflight_run, same_campaign_problem
 from .replay import make_clients, register_warehouse_replays
 from .retrieval import campaign_augmenter, file_notes
 from .runtime import CampaignRuntime, PromptBuilder, assembled_prompt, register_runtime, unregister_runtime
@@ -69,8 +72,12 @@ PROGRESS_LISTENERS: list[ProgressListener] = []
 
 def resolve_config(config_path: str, campaign_id: str | None = None, warehouse: str | None = None,
                    mlflow_tracking_uri: str | None = None, turns: int | None = None) -> tuple[CampaignConfig, str]:
-    """The campaign file with command-line overrides applied (re-validated)."""
+    """The campaign file with command-line overrides applied (re-validated). The addresses the file itself names
+    (profiling services, an MLflow server) must be allowed outside it (ptxcore.agent.endpoints)."""
     config, text = load_campaign(config_path)
+    problems = address_problems(config, mlflow_from_file=not mlflow_tracking_uri)
+    if problems:
+        raise CampaignConfigError(f"{locate(config_path, text, problems[0].split(':', 1)[0])}: {problems[0]}")
     updates: dict[str, object] = {}
     if campaign_id:
         updates["campaign_id"] = campaign_id
@@ -113,8 +120,9 @@ def _open_campaign(config: CampaignConfig, text: str, wh, tracker: MlflowTracker
     from importlib.metadata import PackageNotFoundError, version
 
     earlier = wh.campaign(config.id)
-    if earlier is not None and earlier.config_sha256 != text_sha256(text):
-        log.warning("campaign %s: the campaign file changed since it was first run; resuming anyway", config.id)
+    problem = same_campaign_problem(config.id, earlier.config_sha256 if earlier else None, text)
+    if problem:  # checked before the run too (preflight); here again, on the writer, against a concurrent start
+        raise CampaignConfigError(problem)
     try:
         pkg_version: str | None = version("ptxbench")
     except PackageNotFoundError:
@@ -301,11 +309,14 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
 
 def run_campaign(config: CampaignConfig, text: str, plans: list[TrajectoryPlan], judge_plugin: str | None = None,
                  prompt_builder: PromptBuilder | None = None, profilers: dict[str, str] | None = None,
-                 notes: list[NoteRecord] | None = None) -> tuple[CampaignSummary, list[TurnRecord]]:
+                 notes: list[NoteRecord] | None = None, new_id: str = NEW_ID_HINT,
+                 ) -> tuple[CampaignSummary, list[TurnRecord]]:
     """Run (or resume) the given trajectories of a campaign inside the calling flow: limits, writer, judges,
     fan-out; returns the summary and every turn of the campaign. `prompt_builder` overrides how a plan's
-    messages are built (adapt's repair campaigns); `profilers` are the command line's judge routes."""
+    messages are built (adapt's repair campaigns); `profilers` are the command line's judge routes; `notes`
+    flows.retrieval's; `new_id` the option that names another id (in the refusal of a changed configuration)."""
     wh_path = warehouse_path(config)
+    check_same_campaign(config, text, wh_path, new_id)  # before anything is created (adapt's repair campaigns too)
     ensure_limits(wanted_limits(config, plans))
     uri, artifact_root = tracking_uri(config)
     plan_by_id = {p.trajectory_id: p for p in plans}

@@ -12,6 +12,7 @@ from pathlib import Path
 from ptxcore.agent import CampaignConfig, CampaignConfigError
 from ptxcore.agent.preflight import PreflightReport, preflight
 from ptxcore.agent.replay import WAREHOUSE_PREFIX
+from ptxcore.schema import text_sha256
 from ptxcore.warehouse import Warehouse, WarehouseError
 
 from .replay import REPLAY_WAREHOUSE_ENV
@@ -38,8 +39,38 @@ def check_warehouse_replays(config: CampaignConfig, own_warehouse: Path) -> None
             raise CampaignConfigError(f"{where}: campaign {source_id!r} has no recorded turns in {path}")
 
 
+NEW_ID_HINT = "--campaign-id NEW"
+
+
+def same_campaign_problem(campaign_id: str, earlier_sha256: str | None, text: str,
+                          new_id: str = NEW_ID_HINT) -> str | None:
+    """Why a run of `text` may not continue the recorded campaign `campaign_id` (None: it may)."""
+    if earlier_sha256 is None or earlier_sha256 == text_sha256(text):
+        return None
+    return (f"campaign_id {campaign_id!r} is already recorded with a different configuration (sha256 "
+            f"{earlier_sha256[:12] or 'none recorded'}, this file {text_sha256(text)[:12]}): resume it with the "
+            f"same file, or give this one another id ({new_id})")
+
+
+def check_same_campaign(config: CampaignConfig, text: str, own_warehouse: Path, new_id: str = NEW_ID_HINT) -> None:
+    """A recorded campaign of this id must have been run from the same file (text hash): a different file with the
+    same id would merge its rows into the first campaign and replace its stored config."""
+    if not own_warehouse.is_file():
+        return
+    try:
+        with Warehouse(own_warehouse, read_only=True) as wh:
+            earlier = wh.campaign(config.id)
+    except WarehouseError as exc:
+        raise CampaignConfigError(f"{own_warehouse}: {exc}") from exc
+    problem = same_campaign_problem(config.id, earlier.config_sha256 if earlier else None, text, new_id)
+    if problem:
+        raise CampaignConfigError(problem)
+
+
 def preflight_run(config: CampaignConfig, own_warehouse: Path, where: str = "", text: str | None = None) -> PreflightReport:
     """Every check of `campaign run` that needs no model call; raises CampaignConfigError (one line)."""
     report = preflight(config, keys_required=True, where=where, text=text)
     check_warehouse_replays(config, own_warehouse)
+    if text is not None:
+        check_same_campaign(config, text, own_warehouse)
     return report

@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 from ptxcore.agent import CampaignConfig, CampaignConfigError, ModelSpec
-from ptxcore.agent.llm import LiteLLMClient
+from ptxcore.agent.endpoints import EndpointError, allowed_endpoints, check_model_access
+from ptxcore.agent.llm import LiteLLMClient, UnknownProviderError, check_provider
 from ptxcore.agent.replay import WAREHOUSE_PREFIX, WarehouseReplay, register_source
 from ptxcore.agent.types import LLMClient
 from ptxcore.warehouse import Warehouse
@@ -17,8 +18,21 @@ REPLAY_WAREHOUSE_ENV = "PTXBENCH_REPLAY_WAREHOUSE"
 """Warehouse holding the campaigns that `replay/warehouse:<campaign>` re-serves (default: the campaign's own)."""
 
 
+def make_client_check(spec: ModelSpec, where: str) -> None:
+    """The spec's key variable must be one of its provider's, and its server the provider's own or allowed outside
+    the file (ptxcore.agent.endpoints); CampaignConfigError `where.field: problem` otherwise."""
+    try:
+        provider = "replay" if spec.model.startswith("replay/") else check_provider(spec.model, spec.api_base)
+        check_model_access(where, provider, spec.api_base, spec.api_key_env, allowed_endpoints())
+    except (EndpointError, UnknownProviderError) as exc:
+        raise CampaignConfigError(str(exc)) from None
+
+
 def make_client(spec: ModelSpec, where: str) -> LLMClient:
-    """A litellm client for one model spec; its API key comes from the environment variable the spec names."""
+    """A litellm client for one model spec; its API key comes from the environment variable the spec names
+    (`make_client_check` first, here where the key is read: a recipe or a repair campaign reaches this without
+    a campaign preflight)."""
+    make_client_check(spec, where)
     api_key = None
     if spec.api_key_env:
         api_key = os.environ.get(spec.api_key_env)

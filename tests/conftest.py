@@ -57,3 +57,16 @@ def fixtures_dir() -> Path:
 def compile_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One compile cache for the whole session (kernels compile once)."""
     return tmp_path_factory.mktemp("compile-cache")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def profiler_token_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Per-start profiling-service tokens go to a session folder, never to the user's ~/.ptxbench (services
+    started in subprocesses inherit it)."""
+    import os
+
+    from ptxcore.gpu.service.tokenfile import TOKEN_DIR_ENV
+
+    path = tmp_path_factory.mktemp("profiler-tokens")
+    os.environ[TOKEN_DIR_ENV] = str(path)
+    return path

@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from .campaign import _quiet_prefect, parse_profilers
+from .campaign import ALLOW_ENDPOINT, _quiet_prefect, allow_endpoints, parse_profilers
 from .errors import UserError, one_line_errors
 
 app = typer.Typer(help="Build Fixit / KernelGen SFT data from campaign failures (training runs elsewhere).",
@@ -57,8 +57,10 @@ def build_command(
     judge_plugin: str = typer.Option(None, "--judge-plugin", hidden=True, help="module:factory judge backend."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task-run logs."),
+    allow_endpoint: list[str] = ALLOW_ENDPOINT,
 ) -> None:
     """Run (or resume) an SFT data build and print what each step did."""
+    allow_endpoints(allow_endpoint)
     _quiet_prefect(verbose)
     from flows.adapt import build_context, resolve_steps
 

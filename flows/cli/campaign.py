@@ -37,6 +37,23 @@ def _run_errors() -> tuple[type[BaseException], ...]:
     return _config_errors() + (WarehouseError, ConcurrencyLimitError, TemporaryServerError)
 
 
+ALLOW_ENDPOINT = typer.Option(
+    None, "--allow-endpoint", "--allow-api-base", metavar="URL",
+    help="Let the file send requests (and the key it names) to this address: a model's api_base, a profiler URL "
+         "or an MLflow server (repeatable; also $PTXBENCH_ALLOWED_ENDPOINTS). A campaign file alone cannot.")
+"""`--allow-endpoint URL`: the user's consent, outside the file, to an address the file names."""
+
+
+def allow_endpoints(urls: list[str] | None) -> None:
+    """Add `--allow-endpoint` URLs to this process's allowed addresses (one line on a malformed URL)."""
+    from ptxcore.agent.endpoints import EndpointError, allow_for_this_process
+
+    try:
+        allow_for_this_process(urls or [])
+    except EndpointError as exc:
+        raise UserError(str(exc)) from exc
+
+
 def parse_profilers(values: list[str] | None) -> dict[str, str]:
     """`--profiler ROUTE` (every architecture) or `--profiler ARCH=ROUTE`, repeatable (routes: ptxcore.judge.route;
     `prefect` hands the judgements to Prefect task workers, `ptxbench worker --arch ARCH` on the GPU hosts)."""
@@ -74,8 +91,10 @@ def run_command(
     judge_plugin: str = typer.Option(None, "--judge-plugin", hidden=True, help="module:factory judge backend."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's task-run logs."),
+    allow_endpoint: list[str] = ALLOW_ENDPOINT,
 ) -> None:
     """Run (or resume) a campaign and print its headline table."""
+    allow_endpoints(allow_endpoint)
     _quiet_prefect(verbose)
     cfg, profilers = _checked_run_config(config, campaign_id, warehouse, profiler, mlflow_uri, turns)
     summary = _run_with_progress(cfg, config_path=config, campaign_id=campaign_id, warehouse=warehouse,
@@ -186,12 +205,14 @@ def _print_summary(summary) -> None:
 def validate_command(
     config: str = typer.Argument(DEFAULT_CONFIG, help="Campaign file (YAML)."),
     as_json: bool = typer.Option(False, "--json", help="Print the planned trajectories as JSON."),
+    allow_endpoint: list[str] = ALLOW_ENDPOINT,
 ) -> None:
     """Check a campaign file and show what it would run (no model calls).
 
     Checks: keys and values (line numbers), the grid size (arithmetic, bounded), replay libraries, litellm
-    providers. An API key variable (api_key_env) that is not set here is a warning: `campaign run` refuses
-    to start without it. Warnings go to stderr and leave the exit code 0.
+    providers, API key variables (the provider's own only). An API key variable that is not set here, or an
+    address the file names that is not allowed (--allow-endpoint), is a warning: `campaign run` refuses to start
+    without it. Warnings go to stderr and leave the exit code 0.
     """
     from flows.retrieval import file_notes
     from ptxcore.agent import load_campaign, plan_campaign
@@ -199,6 +220,7 @@ def validate_command(
 
     from .output import echo_json
 
+    allow_endpoints(allow_endpoint)
     try:
         cfg, text = load_campaign(config)
         report = preflight(cfg, keys_required=False, where=config, text=text)

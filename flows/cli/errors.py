@@ -52,21 +52,18 @@ def one_line_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def read_text_file(path: str) -> str:
-    """Read a user-supplied text file or raise a UserError naming it."""
-    from pathlib import Path
+MAX_SOURCE_FILE_BYTES = 16 << 20
+"""Largest kernel file read from the command line (the compile stage bounds what it builds far below this)."""
 
-    p = Path(path)
-    if not p.exists():
-        raise UserError(f"no such file: {path}")
-    if p.is_dir():
-        raise UserError(f"{path} is a directory, expected a .cu file")
+
+def read_text_file(path: str) -> str:
+    """Read a user-supplied text file (size checked before reading) or raise a UserError naming it."""
+    from ptxcore.schema.files import InputFileError, read_text
+
     try:
-        return p.read_text()
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path} is not a text file") from exc
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror}") from exc
+        return read_text(path, MAX_SOURCE_FILE_BYTES)
+    except InputFileError as exc:
+        raise UserError(str(exc)) from None
 
 
 def kernel_language(value: str | None, kernel: str):  # noqa: ANN201 - ptxcore.schema.Language

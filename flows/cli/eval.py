@@ -31,7 +31,8 @@ def eval_command(
     language: str = typer.Option(None, "--language", "-l", help="cuda | triton (default: .py files are triton)."),
     as_json: bool = typer.Option(False, "--json", help="Print the JudgeResult envelope as JSON."),
     server: str = typer.Option(None, "--server", help="Judge through the profiling service at this URL "
-                               "(token from $PTXBENCH_PROFILER_TOKEN) instead of this host's GPU."),
+                               "(token: a loopback service's per-start token file, else $PTXBENCH_PROFILER_TOKEN) "
+                               "instead of this host's GPU."),
 ) -> None:
     """Judge a candidate: source check, compile, memcheck, correctness, timing, target instructions."""
     from ptxcore.arch import get_architecture

@@ -8,7 +8,9 @@ as `[0.0–15.6]` print as they are. Floats are rounded where they are formatted
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -17,6 +19,30 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
+
+HIDDEN_CATEGORIES = ("Cc", "Cf", "Zl", "Zp", "Cs")
+"""Unicode categories a cell never prints raw: controls (escape sequences, newlines), format characters (bidi
+overrides and isolates such as U+202E, zero-width spaces and joiners, the BOM), line and paragraph separators,
+and lone surrogates."""
+HIDDEN = (r"[\u0000-\u001f\u007f-\u009f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e"
+          r"\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ud800-\udfff\ufeff\ufff9-\ufffb\U000110bd"
+          r"\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]")
+"""Every code point of HIDDEN_CATEGORIES (Unicode 14; tests/cli/test_terminal.py checks it against unicodedata)."""
+
+
+@functools.cache
+def _hidden(keep: str) -> re.Pattern[str]:
+    return re.compile(f"(?![{re.escape(keep)}]){HIDDEN}" if keep else HIDDEN)
+
+
+def _escape(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape", "backslashreplace").decode("ascii")
+
+
+def visible(text: str, keep: str = "") -> str:
+    """`text` with every control, bidi, zero-width and separator character written as its escape (`\\x1b`,
+    `\\u202e`, `\\n`), so what a terminal shows is what the cell holds; characters in `keep` stay as they are."""
+    return _hidden(keep).sub(_escape, text)
 
 
 def table(title: str, columns: Sequence[str], right: Iterable[str] = (), ids: Iterable[str] | None = None) -> Table:
@@ -30,8 +56,8 @@ def table(title: str, columns: Sequence[str], right: Iterable[str] = (), ids: It
 
 
 def add_row(t: Table, *cells: object) -> None:
-    """Cells as plain text (None shows empty)."""
-    t.add_row(*(Text("" if c is None else str(c)) for c in cells))
+    """Cells as plain text (None shows empty), hidden characters escaped (`visible`)."""
+    t.add_row(*(Text("" if c is None else visible(str(c))) for c in cells))
 
 
 def console_for(renderable: Any = None, stderr: bool = False) -> Console:

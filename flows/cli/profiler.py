@@ -25,12 +25,19 @@ def serve_command(
     max_attempts: int = typer.Option(None, "--max-attempts", help="Attempts per task on infrastructure failure."),
     fake: bool = typer.Option(False, "--fake", help="FakeRunner instead of the judge: simulated verdicts, no GPU."),
     runner_args: str = typer.Option("{}", "--runner-args", help="JSON keyword arguments for the runner."),
+    allowed_host: list[str] = typer.Option(None, "--allowed-host", help="A host name clients reach the service by "
+                                           "(repeatable; localhost, IP addresses and this machine's names always work)."),
     log_level: str = typer.Option("info", "--log-level"),
 ) -> None:
-    """Serve /evaluate, /sanitize, /profile, /health, /definitions and /tasks until interrupted."""
+    """Serve /evaluate, /sanitize, /profile, /health, /definitions and /tasks until interrupted.
+
+    Without a shared token, a per-start token is written to a 0600 file (printed at start); every request that
+    changes state must carry it, loopback included. The client, `profiler health`, `eval --server` and `worker`
+    read it for a loopback URL themselves. Every request's Host must name this service."""
     try:
         from ptxcore.gpu.service.config import InsecureBindError, token_from_env_or_file
         from ptxcore.gpu.service.server import build_config, serve
+        from ptxcore.gpu.service.tokenfile import TokenFileError
     except ImportError as exc:
         raise UserError(f"the profiling service needs the gpu extra (pip install 'ptxbench[gpu]'): {exc}") from exc
     try:
@@ -40,14 +47,17 @@ def serve_command(
     try:
         config = build_config(gpus=gpus, host=host, port=port, work_dir=work_dir,
                               token=token_from_env_or_file(token_file), fake=fake, runner_args=args,
-                              timeout_s=timeout_s, max_attempts=max_attempts)
+                              timeout_s=timeout_s, max_attempts=max_attempts, allowed_hosts=allowed_host)
     except (InsecureBindError, ValueError) as exc:
         raise UserError(str(exc).splitlines()[0]) from exc
     try:
         serve(config, log_level=log_level,
-              on_ready=lambda url: typer.echo(f"profiling service on {url} (GPUs {config.gpus}"
-                                              f"{', FAKE runner' if fake else ''}); work dir {config.work_dir}",
-                                              err=True))
+              on_ready=lambda url, token_path: typer.echo(
+                  f"profiling service on {url} (GPUs {config.gpus}{', FAKE runner' if fake else ''}); work dir "
+                  f"{config.work_dir}; " + (f"per-start token in {token_path}" if token_path else "shared token"),
+                  err=True))
+    except TokenFileError as exc:
+        raise UserError(str(exc)) from exc
     except OSError as exc:
         raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
 
@@ -58,13 +68,12 @@ def health_command(
     server: str = typer.Option(..., "--server", help="Service URL, e.g. http://127.0.0.1:8765."),
     as_json: bool = typer.Option(False, "--json", help="Print the raw JSON."),
 ) -> None:
-    """Show the service's GPUs: state, condition, tasks, temperature, free memory."""
-    import os
-
+    """Show the service's GPUs: state, condition, tasks, temperature, free memory (token: the loopback service's
+    per-start token file, else $PTXBENCH_PROFILER_TOKEN)."""
     from ptxcore.gpu.service.client import ProfilerClient, ProfilerError
 
     try:
-        with ProfilerClient(server, token=os.environ.get("PTXBENCH_PROFILER_TOKEN") or None, timeout_s=30) as c:
+        with ProfilerClient(server, timeout_s=30) as c:
             data = c.health()
     except ProfilerError as exc:
         raise UserError(f"{server}: {exc}") from exc

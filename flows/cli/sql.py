@@ -15,7 +15,6 @@ import csv
 import enum
 import json
 import math
-import re
 import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 import typer
 
 from .errors import UserError, one_line_errors
+from .output import visible
 from .warehouse import DB_OPTION, warehouse_errors
 
 
@@ -32,9 +32,10 @@ class OutputFormat(str, enum.Enum):
     json = "json"
 
 
+DEFAULT_TIMEOUT_S = 60.0
+"""`--timeout-s` default (ptxcore.warehouse.usersql.DEFAULT_TIMEOUT_S)."""
 SIGNIFICANT_DIGITS = 4
 """Significant digits of a float in the table view."""
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def format_float(x: float) -> str:
@@ -53,8 +54,9 @@ def format_float(x: float) -> str:
 
 
 def _visible(text: str) -> str:
-    """Control characters (newlines, escape sequences) shown escaped, so a cell is one safe line."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+    """Control, bidi and zero-width characters (newlines, escape sequences, U+202E ...) shown escaped, so a cell is
+    one line that shows what it holds."""
+    return visible(text)
 
 
 def table_cell(value: Any) -> str:
@@ -95,11 +97,26 @@ def write_json(columns: list[str], rows: Iterable[tuple], out: Any) -> None:
     out.write("\n]\n")
 
 
+CSV_KEEPS = "\t\n\r"
+"""Characters CSV output leaves as they are: the csv module quotes a field holding them."""
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return visible(value if isinstance(value, str) else str(value), keep=CSV_KEEPS)
+
+
 def write_csv(columns: list[str], rows: Iterable[tuple], out: Any) -> None:
+    """CSV (minimal quoting) with terminal controls, bidi and zero-width characters written as escapes (`\\x1b`,
+    `\\u202e`): `cat`-ing the file cannot drive the terminal. Tabs and newlines stay (quoted, as CSV does). The
+    escapes are not reversible for text that already holds such a sequence: --format json keeps values exact."""
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
+    writer.writerow([visible(c, keep=CSV_KEEPS) for c in columns])
     for row in rows:
-        writer.writerow(["" if v is None else repr(v) if isinstance(v, float) else v for v in row])
+        writer.writerow([_csv_cell(v) for v in row])
 
 
 def print_table(columns: list[str], rows: Iterator[tuple], max_rows: int) -> None:
@@ -143,6 +160,8 @@ def sql_command(
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", help="table, csv or json."),
     as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
     max_rows: int = typer.Option(200, "--max-rows", min=1, help="Rows shown in the table view (csv/json: all)."),
+    timeout_s: float = typer.Option(DEFAULT_TIMEOUT_S, "--timeout-s", min=0.001,
+                                    help="Time limit of the statement, seconds (executing and fetching rows)."),
 ) -> None:
     """Run one read-only SQL statement against the warehouse (no file, network or extension access).
 
@@ -154,7 +173,7 @@ def sql_command(
 
     if as_json:
         fmt = OutputFormat.json
-    with warehouse_errors(), run_user_query(db, query) as result:
+    with warehouse_errors(), run_user_query(db, query, timeout_s) as result:
         if not result.columns:
             raise UserError("the statement returned no result set")
         if fmt is OutputFormat.json:

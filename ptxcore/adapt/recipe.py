@@ -12,17 +12,18 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from ptxcore.agent.campaign import ConcurrencySpec, ModelSpec
 from ptxcore.agent.types import MAX_MODEL_CALLS, ContextPolicy
-from ptxcore.agent.yamlfile import YamlModelError, parse_yaml_model
+from ptxcore.agent.yamlfile import YamlModelError, parse_yaml_model, read_yaml_text
 from ptxcore.schema import FrozenModel, text_sha256
 
 from .errors import AdaptError
 from .spec import SelectionSpec, Template
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}")
+"""A recipe name is the default build id (a warehouse key and a folder name): checked with fullmatch."""
 STEPS = ("select", "repair", "pairs", "notes", "reason", "export")
 """The build's steps, in order; each can run alone (`notes` only in a Fixit recipe with a `notes` section)."""
 
@@ -200,10 +201,15 @@ class Recipe(FrozenModel):
     training: TrainingSpec = Field(default_factory=TrainingSpec)
     """Training configuration written beside the data."""
 
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _ID.fullmatch(v):
+            raise ValueError("use letters, digits, '_', '-', '.' (at most 100, starting with a letter or digit)")
+        return v
+
     @model_validator(mode="after")
     def _consistent(self) -> Recipe:
-        if not _ID.match(self.name):
-            raise ValueError("name: use letters, digits, '_', '-', '.' (starting with a letter or digit)")
         if self.template is Template.FIXIT and self.teacher is None:
             raise ValueError("a fixit recipe needs a `teacher`")
         if self.template is Template.KERNELGEN and self.teacher is not None:
@@ -234,9 +240,12 @@ def parse_recipe(text: str, where: str = "<recipe>") -> Recipe:
 def load_recipe(path: Path | str) -> tuple[Recipe, str]:
     """The validated recipe and the file's text (recorded with the build)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise AdaptError(f"no such recipe file: {path}")
-    text = path.read_text()
+    try:
+        text = read_yaml_text(path)
+    except YamlModelError as exc:
+        raise AdaptError(str(exc)) from exc
     return parse_recipe(text, where=str(path)), text
 
 

@@ -16,17 +16,19 @@ from pydantic import AfterValidator, Field, ValidationError, field_validator, mo
 from ptxcore.arch import UnknownArchitectureError, get_architecture
 from ptxcore.schema import CampaignLanguage, FrozenModel, Language
 
+from .endpoints import OWN_PREFIX, check_decoding
 from .retrieval_spec import RepairRetrievalSpec
 from .types import MAX_MODEL_CALLS, ContextPolicy
 from .yamlfile import YamlModelError, load_yaml_model, parse_yaml_model, read_yaml_text
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
-"""Campaign ids name directories (runs/<id>/) and MLflow experiments: one safe path component."""
-_MODEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@+\-/]{0,199}$")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
+"""Campaign ids name directories (runs/<id>/) and MLflow experiments: one safe path component. Every id pattern
+here is applied with `fullmatch` (a `$` would let a trailing newline through)."""
+_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@+\-/]{0,199}")
 """A litellm model string or label: no spaces, quotes or control characters."""
-_REPLAY_LIBRARY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,99}$")
+_REPLAY_LIBRARY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,99}")
 """`replay/<library>`: a folder name under replay/ (no dots, so never `..`)."""
-_ENV_VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_ENV_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 MAX_TRAJECTORIES = 100_000
 """Most trajectories one campaign may plan (model x architecture x variant x trajectory x problem); the
 paper's full grid is about 4,000. Checked arithmetically before anything is expanded."""
@@ -64,11 +66,15 @@ class ModelSpec(FrozenModel):
     label: str = ""
     """Short unique name used in trajectory ids and run names (default: the model string)."""
     decoding: dict[str, Any] = Field(default_factory=dict)
-    """Passed to litellm.completion as is: temperature, top_p, max_tokens, reasoning_effort, extra_body ..."""
+    """Passed to litellm.completion as is: temperature, top_p, max_tokens, reasoning_effort, extra_body ... (sampling
+    and output settings only: ptxcore.agent.endpoints.DECODING_KEYS)."""
     api_base: str | None = None
-    """OpenAI-compatible server (SGLang, vLLM), e.g. http://localhost:30000/v1."""
+    """OpenAI-compatible server (SGLang, vLLM), e.g. http://localhost:30000/v1; used only when the user allowed it
+    outside the file (`--allow-endpoint URL` or $PTXBENCH_ALLOWED_ENDPOINTS), unless it is the provider's own."""
     api_key_env: str | None = None
-    """Name of the environment variable that holds the API key (never the key itself)."""
+    """Name of the environment variable that holds the API key (never the key itself): one litellm reads for the
+    model's provider (ptxcore.agent.endpoints.PROVIDER_KEYS; SGLANG_API_KEY / VLLM_API_KEY for an allowed
+    self-hosted api_base), never a PTXBENCH_ variable."""
     context_window_tokens: int | None = Field(default=None, gt=0)
     """Override of litellm's model info (needed for self-hosted models)."""
     concurrency: int = Field(default=4, ge=1)
@@ -79,7 +85,7 @@ class ModelSpec(FrozenModel):
     @field_validator("model", "label")
     @classmethod
     def _model_string(cls, v: str) -> str:
-        if v and not _MODEL.match(v):
+        if v and not _MODEL.fullmatch(v):
             raise ValueError(f"{v[:80]!r} is not a model string (letters, digits and _.:@+-/ only, at most 200)")
         return v
 
@@ -92,23 +98,31 @@ class ModelSpec(FrozenModel):
             return v
         name = v.removeprefix("replay/")
         if name.startswith(WAREHOUSE_PREFIX):
-            if not _ID.match(name.removeprefix(WAREHOUSE_PREFIX)):
+            if not _ID.fullmatch(name.removeprefix(WAREHOUSE_PREFIX)):
                 raise ValueError(f"{v!r}: replay/warehouse:<campaign id>, the id as campaign ids are ({ID_RULE})")
-        elif not _REPLAY_LIBRARY.match(name):
+        elif not _REPLAY_LIBRARY.fullmatch(name):
             raise ValueError(f"{v!r}: replay/<library>, a folder name under replay/ (letters, digits, '_', '-')")
         return v
 
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, v: str | None) -> str | None:
-        if v is not None and not _ENV_VAR.match(v):
+        if v is not None and not _ENV_VAR.fullmatch(v):
             raise ValueError(f"{v[:80]!r} is not an environment variable name")
+        if v is not None and v.startswith(OWN_PREFIX):
+            raise ValueError(f"{v} is one of this project's own variables, never a model's key")
+        return v
+
+    @field_validator("decoding")
+    @classmethod
+    def _decoding_keys(cls, v: dict[str, Any]) -> dict[str, Any]:
+        check_decoding(v)
         return v
 
     @field_validator("api_base")
     @classmethod
     def _url(cls, v: str | None) -> str | None:
-        if v is not None and not re.match(r"^https?://[^\s]+$", v):
+        if v is not None and not re.fullmatch(r"https?://[^\s]+", v):
             raise ValueError(f"{v[:80]!r}: expected an http(s) URL")
         return v
 
@@ -215,7 +229,7 @@ class CampaignConfig(FrozenModel):
     @field_validator("campaign_id")
     @classmethod
     def _id(cls, v: str | None) -> str | None:
-        if v is not None and not _ID.match(v):
+        if v is not None and not _ID.fullmatch(v):
             raise ValueError(ID_RULE)
         return v
 
@@ -224,7 +238,7 @@ class CampaignConfig(FrozenModel):
         names = [m.name for m in self.models]
         if len(set(names)) != len(names):
             raise ValueError("two models share a label: give each a distinct `label`")
-        if self.campaign_id is None and not _ID.match(self.name):
+        if self.campaign_id is None and not _ID.fullmatch(self.name):
             raise ValueError("name is not a valid campaign id: set campaign_id")
         return self
 
@@ -263,7 +277,7 @@ OVERRIDE_OPTIONS = {"campaign_id": "--campaign-id", "warehouse": "--warehouse", 
 
 def check_campaign_id(value: str, option: str = "--campaign-id") -> str:
     """A campaign id from the command line: one line naming the option when it is not a safe slug."""
-    if not _ID.match(value):
+    if not _ID.fullmatch(value):
         raise CampaignConfigError(f"{option} {value[:80]!r}: {ID_RULE}")
     return value
 
@@ -288,7 +302,7 @@ def apply_overrides(config: CampaignConfig, **updates: Any) -> CampaignConfig:
 def load_campaign(path: Path | str) -> tuple[CampaignConfig, str]:
     """The validated config and the file's text (recorded with the campaign)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise CampaignConfigError(f"no such campaign file: {path}")
     try:
         text = read_yaml_text(path)

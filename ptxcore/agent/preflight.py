@@ -6,7 +6,8 @@ what only may be wrong comes back as warnings.
 
 API key variables named by `api_key_env`: unset is an error for `campaign run` (`keys_required=True`) and a
 warning for `campaign validate`, which checks the file (a file validated on a machine without the keys, such
-as CI, is still a valid file).
+as CI, is still a valid file). A key variable that is not the provider's is an error for both; an address the
+user has not allowed outside the file (`ptxcore.agent.endpoints`) is an error for `run`, a warning for `validate`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pydantic import Field
 from ptxcore.schema import FrozenModel
 
 from .campaign import CampaignConfig, CampaignConfigError, ModelSpec
+from .endpoints import EndpointError, allowed_endpoints, check_model_access, check_route, check_tracking_uri
 from .plan import GridSize, grid_size, variants_by_arch
 from .replay import WAREHOUSE_PREFIX, ReplayError, default_replay_root, load_library
 from .yamlfile import locate
@@ -59,15 +61,51 @@ def _check_replay(spec: ModelSpec, where: str, problems: list[str]) -> list[str]
             f"{' ...' if len(missing) > 5 else ''} (those trajectories will fail)"]
 
 
-def _check_litellm(spec: ModelSpec, where: str) -> list[str]:
+def _check_litellm(spec: ModelSpec, where: str) -> tuple[str, list[str]]:
     from .llm import UnknownProviderError, check_provider, model_warnings
 
     try:
-        check_provider(spec.model, spec.api_base)
+        provider = check_provider(spec.model, spec.api_base)
     except UnknownProviderError as exc:
         raise CampaignConfigError(f"{where}.model: {exc}") from exc
-    return [f"{where}: {w}" for w in model_warnings(spec.model, spec.api_base, spec.context_window_tokens,
-                                                    spec.api_key_env)]
+    return provider, [f"{where}: {w}" for w in model_warnings(spec.model, spec.api_base, spec.context_window_tokens,
+                                                              spec.api_key_env)]
+
+
+def check_access(spec: ModelSpec, where: str, provider: str, addresses_required: bool = True,
+                 env: Mapping[str, str] | None = None) -> list[str]:
+    """The spec's key variable (always an error when it is not the provider's) and server (an error, or with
+    `addresses_required=False` a warning, when the user has not allowed it outside the file)."""
+    allowed = allowed_endpoints(env)
+    try:
+        check_model_access(where, provider, spec.api_base, spec.api_key_env, allowed)
+    except EndpointError as exc:
+        if addresses_required or ".api_base:" not in str(exc):
+            raise CampaignConfigError(str(exc)) from None
+        try:  # the key variable is checked as if the address were allowed
+            check_model_access(where, provider, spec.api_base, spec.api_key_env, (spec.api_base or "",))
+        except EndpointError as key_exc:
+            raise CampaignConfigError(str(key_exc)) from None
+        return [f"{exc} (campaign run refuses it)"]
+    return []
+
+
+def address_problems(config: CampaignConfig, env: Mapping[str, str] | None = None,
+                     mlflow_from_file: bool = True) -> list[str]:
+    """The file's profiling-service URLs and MLflow server that the user has not allowed outside it."""
+    allowed = allowed_endpoints(env)
+    problems = []
+    for arch, route in config.profilers.items():
+        try:
+            check_route(f"profilers.{arch}", route, allowed)
+        except EndpointError as exc:
+            problems.append(str(exc))
+    if mlflow_from_file:
+        try:
+            check_tracking_uri("mlflow_tracking_uri", config.mlflow_tracking_uri, allowed)
+        except EndpointError as exc:
+            problems.append(str(exc))
+    return problems
 
 
 def _check_key(spec: ModelSpec, where: str, env: Mapping[str, str], keys_required: bool) -> list[str]:
@@ -95,9 +133,14 @@ def preflight(config: CampaignConfig, keys_required: bool = True, env: Mapping[s
             key = f"models.{i}"
             if spec.model.startswith(REPLAY_PREFIX):
                 warnings += _check_replay(spec, key, problems)
+                provider = REPLAY_PREFIX.rstrip("/")
             else:
-                warnings += _check_litellm(spec, key)
+                provider, more = _check_litellm(spec, key)
+                warnings += more
+            warnings += check_access(spec, key, provider, addresses_required=keys_required, env=env)
             warnings += _check_key(spec, key, env, keys_required)
+        if not keys_required:  # `campaign run` checks these on the file itself (flows.campaign.resolve_config)
+            warnings += [f"{p} (campaign run refuses it)" for p in address_problems(config, env)]
     except CampaignConfigError as exc:
         if not where:
             raise

@@ -28,7 +28,7 @@ from ptxcore.schema import FrozenModel, TrajectoryRecord, TurnRecord
 from .yamlfile import load_yaml_model
 
 WAREHOUSE_PREFIX = "warehouse:"
-_SCRIPT_NAME = re.compile(r"^(?P<problem>[A-Za-z0-9_\-]+?)(\.(?P<k>\d+))?\.yaml$")
+_SCRIPT_NAME = re.compile(r"(?P<problem>[A-Za-z0-9_\-]+?)(\.(?P<k>\d+))?\.yaml")
 
 
 class ReplayError(LookupError):
@@ -93,7 +93,7 @@ class ReplayLibrary:
         self.root = root
         found: dict[str, list[tuple[int, ReplayScript]]] = defaultdict(list)
         for path in sorted(root.glob("*.yaml")):
-            m = _SCRIPT_NAME.match(path.name)
+            m = _SCRIPT_NAME.fullmatch(path.name)
             if m is None:
                 raise ReplayError(f"{path}: name must be <problem>.yaml or <problem>.<k>.yaml")
             script = load_yaml_model(path, ReplayScript)
@@ -117,13 +117,13 @@ class ReplayLibrary:
         return scripts[trajectory_index % len(scripts)].turn(turn)
 
 
-_LIBRARY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,99}$")
+_LIBRARY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,99}")
 
 
 @functools.lru_cache(maxsize=16)
 def load_library(name: str, root: Path | None = None) -> ReplayLibrary:
     """The library folder `<root>/<name>` (name: one folder name, never a path)."""
-    if not _LIBRARY_NAME.match(name):
+    if not _LIBRARY_NAME.fullmatch(name):
         raise ReplayError(f"replay library name {name[:80]!r}: one folder name of letters, digits, '_', '-'")
     return ReplayLibrary((root or default_replay_root()) / name)
 

@@ -26,7 +26,7 @@ from ptxcore.schema import FrozenModel, RetrievalCondition
 
 WAREHOUSE_NOTES_PREFIX = "warehouse:"
 """`notes: warehouse:<collection>` reads the notes of that collection from the campaign's warehouse."""
-_COLLECTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+_COLLECTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
 _NOTES_SUFFIXES = (".jsonl",)
 
 
@@ -63,7 +63,7 @@ class RepairRetrievalSpec(FrozenModel):
         if any(c in v for c in "\x00\r\n"):
             raise ValueError("control characters in the notes reference")
         if v.startswith(WAREHOUSE_NOTES_PREFIX):
-            if not _COLLECTION.match(v.removeprefix(WAREHOUSE_NOTES_PREFIX)):
+            if not _COLLECTION.fullmatch(v.removeprefix(WAREHOUSE_NOTES_PREFIX)):
                 raise ValueError("warehouse:<collection> needs a collection id of letters, digits, '_', '-', '.'")
             return v
         path = PurePosixPath(v.replace("\\", "/"))

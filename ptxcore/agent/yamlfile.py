@@ -8,6 +8,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from ptxcore.schema.files import InputFileError, read_text
+
 M = TypeVar("M", bound=BaseModel)
 
 MAX_YAML_BYTES = 1 << 20
@@ -105,15 +107,33 @@ def locate(where: str, text: str | None, key: str) -> str:
     return f"{where}:{node.start_mark.line + 1}" if found and node is not None else where
 
 
-def parse_yaml_model(text: str, model: type[M], where: str = "<yaml>") -> M:
-    """Validate YAML text against `model`; the first error becomes a one-line YamlModelError."""
-    if len(text) > MAX_YAML_BYTES:
-        raise YamlModelError(f"{where}: larger than {MAX_YAML_BYTES} bytes")
+def _long_number(root: yaml.Node | None) -> str:
+    """`:line` of the first scalar too long to convert to a number (Python's 4300-digit limit), else ''."""
+    stack, seen = ([root] if root is not None else []), set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:  # an alias: each node is looked at once (an alias bomb stays linear)
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            stack.extend(v for kv in reversed(node.value) for v in reversed(kv))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed(node.value))
+        elif isinstance(node, yaml.ScalarNode) and node.tag.endswith(":int") and len(node.value) > 4000:
+            return f":{node.start_mark.line + 1}"
+    return ""
+
+
+def _load(text: str, where: str) -> tuple[yaml.Node | None, object]:
+    """The document's node tree and its data; every YAML failure is a one-line YamlModelError."""
+    root = None
     try:
         root = yaml.compose(text)
         if expanded_size(root) > MAX_YAML_NODES:
             raise YamlModelError(f"{where}: more than {MAX_YAML_NODES} values once YAML aliases are expanded")
-        data = yaml.safe_load(text)
+        return root, yaml.safe_load(text)
+    except YamlModelError:
+        raise
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -121,6 +141,16 @@ def parse_yaml_model(text: str, model: type[M], where: str = "<yaml>") -> M:
         raise YamlModelError(f"{where}{line}: invalid YAML: {problem}") from exc
     except RecursionError as exc:
         raise YamlModelError(f"{where}: nested too deeply") from exc
+    except ValueError as exc:  # a number of more than 4300 digits (int() refuses to convert it)
+        raise YamlModelError(f"{where}{_long_number(root)}: invalid YAML: a number too long to convert "
+                             f"({str(exc).split(':')[0]})") from exc
+
+
+def parse_yaml_model(text: str, model: type[M], where: str = "<yaml>") -> M:
+    """Validate YAML text against `model`; the first error becomes a one-line YamlModelError."""
+    if len(text) > MAX_YAML_BYTES:
+        raise YamlModelError(f"{where}: larger than {MAX_YAML_BYTES} bytes")
+    root, data = _load(text, where)
     if data is None:
         raise YamlModelError(f"{where}: empty file")
     try:
@@ -132,16 +162,12 @@ def parse_yaml_model(text: str, model: type[M], where: str = "<yaml>") -> M:
 
 
 def read_yaml_text(path: Path | str) -> str:
-    """A YAML file's text; too large, not text, or unreadable: a one-line YamlModelError naming it."""
-    path = Path(path)
+    """A YAML file's text; too large (checked before reading), not a regular file, not UTF-8, or unreadable: a
+    one-line YamlModelError naming it."""
     try:
-        if path.stat().st_size > MAX_YAML_BYTES:
-            raise YamlModelError(f"{path}: larger than {MAX_YAML_BYTES} bytes")
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise YamlModelError(f"{path}: not UTF-8 text") from exc
-    except OSError as exc:
-        raise YamlModelError(f"{path}: cannot read: {exc.strerror}") from exc
+        return read_text(path, MAX_YAML_BYTES)
+    except InputFileError as exc:
+        raise YamlModelError(str(exc)) from None
 
 
 def load_yaml_model(path: Path | str, model: type[M]) -> M:

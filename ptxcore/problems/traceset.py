@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ptxcore.schema import (
     Binding,
@@ -39,6 +39,7 @@ from ptxcore.schema import (
     Trace,
     text_sha256,
 )
+from ptxcore.schema.files import read_text, regular_files, write_tree
 
 from .catalog import Problem
 
@@ -119,26 +120,29 @@ class TraceSetWriter:
     def count(self) -> int:
         return sum(map(len, self.traces.values()))
 
-    def write(self, out_dir: Path) -> None:
-        out_dir = Path(out_dir)
+    def files(self) -> dict[str, bytes]:
+        """The dataset folder's files: relative path -> content."""
+        out: dict[str, bytes] = {}
         for name, problem in self.problems.items():
             op = problem.definition.op_type
-            (out_dir / "definitions" / op).mkdir(parents=True, exist_ok=True)
-            (out_dir / "definitions" / op / f"{name}.json").write_text(problem.definition.model_dump_json(indent=1))
-            _write_jsonl(out_dir / "workloads" / op / f"{name}.jsonl",
-                         [Trace(definition=name, workload=w).model_dump_json() for w in problem.workloads])
+            out[f"definitions/{op}/{name}.json"] = problem.definition.model_dump_json(indent=1).encode()
+            out[f"workloads/{op}/{name}.jsonl"] = _jsonl(
+                [Trace(definition=name, workload=w).model_dump_json() for w in problem.workloads])
         for (author, op, definition, name), sol in self.solutions.items():
-            path = out_dir / "solutions" / author / op / definition / f"{name}.json"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(sol.model_dump_json(indent=1, exclude_none=True))
+            out[f"solutions/{author}/{op}/{definition}/{name}.json"] = sol.model_dump_json(
+                indent=1, exclude_none=True).encode()
         for (author, op, definition), lines in self.traces.items():
-            _write_jsonl(out_dir / "traces" / author / op / f"{definition}.jsonl", lines)
-        _write_jsonl(out_dir / EVIDENCE_FILE, self.evidence)
+            out[f"traces/{author}/{op}/{definition}.jsonl"] = _jsonl(lines)
+        out[EVIDENCE_FILE.as_posix()] = _jsonl(self.evidence)
+        return out
+
+    def write(self, out_dir: Path) -> None:
+        """Write the folder without following links below `out_dir` (InputFileError naming a planted link)."""
+        write_tree(Path(out_dir), self.files())
 
 
-def _write_jsonl(path: Path, lines: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in lines))
+def _jsonl(lines: list[str]) -> bytes:
+    return "".join(line + "\n" for line in lines).encode()
 
 
 @dataclass(frozen=True)
@@ -159,20 +163,25 @@ def read_traced_verdicts(root: Path) -> list[TracedVerdict]:
     Malformed files raise ValueError naming file and line."""
     root = Path(root)
     kernels = {}
-    for path in sorted((root / "solutions").rglob("*.json")) if (root / "solutions").is_dir() else []:
-        sol = _validated(Solution, path.read_text(), str(path))
+    for path in _files(root / "solutions", ".json"):
+        sol = _validated(Solution, _read(path), str(path))
         kernels[sol.name] = text_sha256(sol.sources[0].content) if len(sol.sources) == 1 else None
     evidence = {}
     ev_path = root / EVIDENCE_FILE
-    for i, line in enumerate(ev_path.read_text().splitlines() if ev_path.is_file() else [], start=1):
+    if ev_path.parent.is_symlink():
+        raise ValueError(f"{ev_path.parent}: is a symbolic link (refused: a dataset folder is read without following links)")
+    present = ev_path.exists() or ev_path.is_symlink()
+    for i, line in enumerate(_read(ev_path).splitlines() if present else [], start=1):
         try:
             row = json.loads(line)
             evidence[row["trace_sha256"]] = (row["arch"], TargetInstructionEvidence.model_validate(row["target_instruction"]))
+        except ValidationError as exc:
+            raise ValueError(f"{ev_path}:{i}: invalid target-evidence row: {validation_summary(exc)}") from None
         except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"{ev_path}:{i}: invalid target-evidence row: {exc}") from exc
+            raise ValueError(f"{ev_path}:{i}: invalid target-evidence row ({type(exc).__name__})") from None
     out = []
-    for path in sorted((root / "traces").rglob("*.jsonl")) if (root / "traces").is_dir() else []:
-        for i, line in enumerate(path.read_text().splitlines(), start=1):
+    for path in _files(root / "traces", ".jsonl"):
+        for i, line in enumerate(_read(path).splitlines(), start=1):
             if not line.strip():
                 continue
             tr = _validated(Trace, line, f"{path}:{i}")
@@ -184,8 +193,33 @@ def read_traced_verdicts(root: Path) -> list[TracedVerdict]:
     return out
 
 
+MAX_FILE_BYTES = 256 << 20
+"""Largest file of a dataset folder read back."""
+
+
+def _files(base: Path, suffix: str) -> list[Path]:
+    """Regular files below `base` (a symbolic link anywhere is refused: ValueError naming it, not its target)."""
+    if base.is_symlink():
+        raise ValueError(f"{base}: is a symbolic link (refused: a dataset folder is read without following links)")
+    return regular_files(base, suffix) if base.is_dir() else []
+
+
+def _read(path: Path) -> str:
+    return read_text(path, MAX_FILE_BYTES, follow_symlinks=False)
+
+
+def validation_summary(exc: ValidationError, limit: int = 3) -> str:
+    """The first errors of a validation as `loc: message`, never the offending input (it may be a host file)."""
+    errors = exc.errors(include_url=False, include_input=False, include_context=False)
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}" for e in errors[:limit]]
+    more = f" (and {len(errors) - limit} more)" if len(errors) > limit else ""
+    return "; ".join(parts) + more
+
+
 def _validated(model: type[M], text: str, where: str) -> M:
     try:
         return model.model_validate_json(text)
+    except ValidationError as exc:
+        raise ValueError(f"{where}: invalid {model.__name__}: {validation_summary(exc)}") from None
     except ValueError as exc:
-        raise ValueError(f"{where}: invalid {model.__name__}: {' '.join(str(exc).splitlines()[0:3])}") from exc
+        raise ValueError(f"{where}: invalid {model.__name__}: {str(exc).splitlines()[0][:200]}") from None

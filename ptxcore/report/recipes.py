@@ -38,6 +38,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from ptxcore.schema.files import InputFileError, read_text
+
 from .tables import NO_TURN, Table
 
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
@@ -135,16 +137,16 @@ class RecipeManifest(BaseModel):
 def load_manifest(path: str | Path) -> RecipeManifest:
     """One manifest file, validated."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise ManifestError(f"no such manifest: {path}")
-    if path.stat().st_size > MAX_MANIFEST_BYTES:
-        raise ManifestError(f"{path}: manifest larger than {MAX_MANIFEST_BYTES} bytes")
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise ManifestError(f"{path}: not UTF-8 text") from None
+        data: Any = json.loads(read_text(path, MAX_MANIFEST_BYTES))
+    except InputFileError as exc:
+        raise ManifestError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise ManifestError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except ValueError:  # a number of more than 4300 digits
+        raise ManifestError(f"{path}: invalid JSON: a number too long to convert") from None
     try:
         return RecipeManifest.model_validate(data)
     except ValidationError as exc:

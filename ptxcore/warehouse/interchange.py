@@ -5,7 +5,10 @@ Dataset layout written: FlashInfer-Trace's (ptxcore.problems.traceset), one trac
 Exported: every turn with a judge envelope and kernel text, except NOT_EVALUATED and INFRA_ERROR (no
 verdict about the kernel exists). REJECTED and REWARD_HACK are our status extensions and are kept.
 Import reads any such folder (also `problems/`): `*.json` under definitions/ and solutions/, `*.jsonl`
-under workloads/ and traces/, at any depth; every line is validated and an error names file and line.
+under workloads/ and traces/, at any depth; every line is validated and an error names file and line, never
+quoting the file. A symbolic link anywhere in the folder is refused (a dataset folder may come from anyone: a link
+would read a file outside it), and so is a file over MAX_FILE_BYTES. Export writes below `--out` without
+following links (`ptxcore.schema.files.write_tree`).
 """
 
 from __future__ import annotations
@@ -13,13 +16,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from ptxcore.problems import Problem, ProblemNotFoundError, get_problem, traceset
-from ptxcore.problems.traceset import JudgedKernel, TraceSetWriter
+from ptxcore.problems.traceset import JudgedKernel, TraceSetWriter, validation_summary
 from ptxcore.schema import Definition, EvaluationStatus, Solution, Trace, TurnRecord, text_sha256
+from ptxcore.schema.files import InputFileError, read_text, regular_files
 
 from .store import Warehouse, WarehouseError
 
 _NO_VERDICT = {EvaluationStatus.NOT_EVALUATED, EvaluationStatus.INFRA_ERROR}
+MAX_FILE_BYTES = 256 << 20
+"""Largest dataset file read (a traces file of a full paper grid is tens of MB)."""
 
 
 class InterchangeError(ValueError):
@@ -56,18 +64,33 @@ def export_campaign_traces(wh: Warehouse, campaign_id: str, out_dir: Path,
             writer.add(judged_kernel(rec), writer.problems.get(rec.problem) or get_problem(rec.problem, problems_root))
         except ProblemNotFoundError:  # problem or workload not in this catalog
             skipped += 1
-    writer.write(Path(out_dir))
+    try:
+        writer.write(Path(out_dir))
+    except InputFileError as exc:
+        raise InterchangeError(f"--out: {exc}") from None
     return {"traces": writer.count, "solutions": len(writer.solutions), "definitions": len(writer.problems),
             "skipped_turns": skipped}
 
 
 def _json_files(root: Path, sub: str, suffix: str) -> list[Path]:
     base = root / sub
-    return sorted(p for p in base.rglob(f"*{suffix}") if p.is_file()) if base.is_dir() else []
+    if base.is_symlink():
+        raise InterchangeError(f"{base}: is a symbolic link (refused: a dataset folder is read without following links)")
+    try:
+        return regular_files(base, suffix) if base.is_dir() else []
+    except InputFileError as exc:
+        raise InterchangeError(str(exc)) from None
+
+
+def _text(path: Path) -> str:
+    try:
+        return read_text(path, MAX_FILE_BYTES, follow_symlinks=False)
+    except InputFileError as exc:
+        raise InterchangeError(str(exc)) from None
 
 
 def _lines(path: Path):
-    for i, line in enumerate(path.read_text().splitlines(), start=1):
+    for i, line in enumerate(_text(path).splitlines(), start=1):
         if line.strip():
             yield f"{path}:{i}", line
 
@@ -75,9 +98,10 @@ def _lines(path: Path):
 def _validate(model, text: str, where: str):
     try:
         return model.model_validate_json(text)
-    except ValueError as exc:
-        first = str(exc).splitlines()[0:3]
-        raise InterchangeError(f"{where}: invalid {model.__name__}: {' '.join(first)}") from exc
+    except ValidationError as exc:
+        raise InterchangeError(f"{where}: invalid {model.__name__}: {validation_summary(exc)}") from None
+    except ValueError as exc:  # pydantic-core's own JSON errors (a number too long to convert, ...)
+        raise InterchangeError(f"{where}: invalid {model.__name__}: {str(exc).splitlines()[0][:200]}") from None
 
 
 def _trace_row(tr: Trace, line: str) -> dict:
@@ -98,7 +122,7 @@ def import_dataset(wh: Warehouse, root: Path) -> dict[str, int]:
         raise InterchangeError(f"{root} is not a directory")
     defs, wls, sols, trs = [], [], [], []
     for path in _json_files(root, "definitions", ".json"):
-        d = _validate(Definition, path.read_text(), str(path))
+        d = _validate(Definition, _text(path), str(path))
         defs.append({"name": d.name, "op_type": d.op_type, "raw_json": d.model_dump_json()})
     for path in _json_files(root, "workloads", ".jsonl"):
         for where, line in _lines(path):
@@ -106,7 +130,7 @@ def import_dataset(wh: Warehouse, root: Path) -> dict[str, int]:
             wls.append({"definition": t.definition, "uuid": t.workload.uuid,
                         "axes_json": json.dumps(t.workload.axes), "raw_json": t.workload.model_dump_json()})
     for path in _json_files(root, "solutions", ".json"):
-        s = _validate(Solution, path.read_text(), str(path))
+        s = _validate(Solution, _text(path), str(path))
         sols.append({"name": s.name, "definition": s.definition, "author": s.author,
                      "language": s.spec.language.value, "content_sha256": s.content_sha256(),
                      "raw_json": s.model_dump_json()})

@@ -57,7 +57,7 @@ VALID_TURN_FILTER = """NOT EXISTS (SELECT 1 FROM v_invalid_turns iv WHERE iv.cam
 """WHERE condition on a `turns t` alias: the turn is not currently invalidated."""
 
 MAX_REASON_CHARS = 2000
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class InvalidationError(ValueError):
@@ -95,7 +95,7 @@ class InvalidationTarget(FrozenModel):
             raise ValueError("a turn target needs campaign_id, trajectory_id and turn only")
         if self.kind is TargetKind.KERNEL and (self.kernel_sha256 is None or turn_fields != (None, None, None)):
             raise ValueError("a kernel target needs kernel_sha256 only")
-        if self.kernel_sha256 is not None and not _SHA256.match(self.kernel_sha256):
+        if self.kernel_sha256 is not None and not _SHA256.fullmatch(self.kernel_sha256):
             raise ValueError("kernel_sha256 must be 64 lower-case hex digits")
         return self
 
@@ -111,7 +111,7 @@ class InvalidationTarget(FrozenModel):
     @classmethod
     def parse_kernel(cls, text: str) -> InvalidationTarget:
         sha = text.strip().lower()
-        if not _SHA256.match(sha):
+        if not _SHA256.fullmatch(sha):
             raise InvalidationError(f"--kernel {text!r}: expected a sha256 (64 hex digits)")
         return cls(kind=TargetKind.KERNEL, kernel_sha256=sha)
 

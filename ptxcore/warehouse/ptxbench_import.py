@@ -117,11 +117,11 @@ def _parse(row: dict[str, str], where: str) -> tuple[TurnRecord, dict[str, Any]]
         try:
             return conv(row[field])
         except (TypeError, ValueError) as exc:
-            raise PTXBenchImportError(f"{where}: bad {field} {row[field]!r}") from exc
+            raise PTXBenchImportError(f"{where}: bad {field} {str(row[field])[:80]!r}") from exc
 
     category = row["correctness"]
     if category not in CATEGORY_STATUS:
-        raise PTXBenchImportError(f"{where}: unknown correctness category {category!r}")
+        raise PTXBenchImportError(f"{where}: unknown correctness category {category[:80]!r}")
     status = CATEGORY_STATUS[category]
     run, cwa = run_name(row["exp_dir"]), num("correct_with_arch", int)
     speedup = num("speedup", float)
@@ -173,16 +173,24 @@ def _trajectories(turns: list[TurnRecord]) -> list[TrajectoryRecord]:
 
 def read_ptxbench_csv(path: str) -> tuple[list[TurnRecord], list[dict[str, Any]]]:
     """Parse the per-turn CSV into TurnRecords and verbatim source rows; errors name file and line."""
-    with open(path, newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise PTXBenchImportError(f"{path}: missing columns {', '.join(missing)}")
-        turns, sources = [], []
-        for line, row in enumerate(reader, start=2):
-            rec, src = _parse(row, f"{path}:{line}")
-            turns.append(rec)
-            sources.append(src)
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            turns, sources = [], []
+            try:
+                missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
+                if missing:
+                    raise PTXBenchImportError(f"{path}: missing columns {', '.join(missing)}")
+                for row in reader:
+                    rec, src = _parse(row, f"{path}:{reader.line_num}")
+                    turns.append(rec)
+                    sources.append(src)
+            except csv.Error as exc:  # a field over csv.field_size_limit(), a NUL byte, a stray quote ...
+                raise PTXBenchImportError(f"{path}:{reader.line_num + 1}: not a valid CSV row: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise PTXBenchImportError(f"{path}: not UTF-8 text (byte {exc.start} of a chunk)") from None
+    except OSError as exc:
+        raise PTXBenchImportError(f"{path}: cannot read: {exc.strerror}") from None
     if not turns:
         raise PTXBenchImportError(f"{path}: no rows")
     return turns, sources

@@ -10,14 +10,23 @@ for what it covers:
 3. Before the user's text runs: `temp_directory = ''` (no spill files), `enable_external_access = false`
    (no file, extension, secret or network access: `read_text`, `glob`, `read_csv`, `COPY`, `ATTACH` all fail),
    then `lock_configuration = true` (nothing can undo the two).
+
+And a time limit: every DuckDB call of the statement (execute, and each fetch of a streaming result) runs on a
+worker thread while the calling thread waits; past `timeout_s` of DuckDB time in all, or on Ctrl-C in the calling
+thread, the connection is interrupted (`DuckDBPyConnection.interrupt`) and QueryTimeoutError (one line) or
+KeyboardInterrupt is raised. The waiting thread is the one that can take a signal: a statement run on the main
+thread ignores Ctrl-C until it ends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -35,10 +44,55 @@ LOCKDOWN = (
 
 FETCH_ROWS = 2048
 """Rows fetched from DuckDB at a time."""
+DEFAULT_TIMEOUT_S = 60.0
+"""Default time limit of one user statement (DuckDB time: executing and fetching, not writing the output)."""
+_POLL_S = 0.2
+T = TypeVar("T")
 
 
 class UnsafeQueryError(WarehouseError):
     """A user query that is not exactly one read-only statement, or that tried to reach outside the file."""
+
+
+class QueryTimeoutError(WarehouseError):
+    """A user statement that ran past its time limit (interrupted)."""
+
+
+class _Deadline:
+    """Runs DuckDB calls on one worker thread against a budget of seconds; interrupts the connection when the
+    budget is spent or the waiting thread is interrupted (Ctrl-C)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, timeout_s: float) -> None:
+        self.con, self.timeout_s, self.left = con, timeout_s, timeout_s
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="user-sql")
+
+    def call(self, fn: Callable[[], T]) -> T:
+        future = self.pool.submit(fn)
+        started = time.monotonic()
+        try:
+            while True:
+                try:
+                    return future.result(timeout=max(0.0, min(_POLL_S, self.left - (time.monotonic() - started))))
+                except FutureTimeout:
+                    if time.monotonic() - started >= self.left:
+                        self._stop(future)
+                        raise QueryTimeoutError(f"the statement ran past its time limit of {self.timeout_s:g} s "
+                                                "and was interrupted (--timeout-s)") from None
+        except KeyboardInterrupt:
+            self._stop(future)
+            raise
+        finally:
+            self.left -= time.monotonic() - started
+
+    def _stop(self, future: Future) -> None:
+        self.con.interrupt()
+        try:
+            future.result(timeout=30)
+        except BaseException:  # noqa: BLE001, S110 - the interrupted call's own error (INTERRUPT) is expected
+            pass
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -91,16 +145,16 @@ def locked_connection(path: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
 class UserQuery:
     """The result of one checked user query: column names, then rows in chunks."""
 
-    def __init__(self, cursor: duckdb.DuckDBPyConnection) -> None:
-        self._cursor = cursor
+    def __init__(self, cursor: duckdb.DuckDBPyConnection, deadline: _Deadline) -> None:
+        self._cursor, self._deadline = cursor, deadline
         self.columns: list[str] = [d[0] for d in cursor.description or []]
         self.types: list[str] = [str(d[1]) for d in cursor.description or []]
 
     def rows(self) -> Iterator[tuple[Any, ...]]:
-        """Every row, fetched FETCH_ROWS at a time (a large result is never held whole)."""
+        """Every row, fetched FETCH_ROWS at a time (a large result is never held whole), within the time limit."""
         while True:
             try:
-                chunk = self._cursor.fetchmany(FETCH_ROWS)
+                chunk = self._deadline.call(lambda: self._cursor.fetchmany(FETCH_ROWS))
             except duckdb.Error as exc:
                 raise _classify(exc) from exc
             if not chunk:
@@ -109,12 +163,19 @@ class UserQuery:
 
 
 @contextmanager
-def run_user_query(path: str | Path, query: str) -> Iterator[UserQuery]:
-    """Check `query`, then run it on a locked read-only connection to `path`; yields the result."""
+def run_user_query(path: str | Path, query: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[UserQuery]:
+    """Check `query`, then run it on a locked read-only connection to `path` within `timeout_s` seconds of DuckDB
+    time; yields the result."""
+    if not timeout_s > 0:
+        raise WarehouseError(f"--timeout-s {timeout_s!r}: the time limit must be a positive number of seconds")
     statement = check_statement(query)
     with locked_connection(path) as con:
+        deadline = _Deadline(con, timeout_s)
         try:
-            cursor = con.execute(statement)
-        except duckdb.Error as exc:
-            raise _classify(exc) from exc
-        yield UserQuery(cursor)
+            try:
+                cursor = deadline.call(lambda: con.execute(statement))
+            except duckdb.Error as exc:
+                raise _classify(exc) from exc
+            yield UserQuery(cursor, deadline)
+        finally:
+            deadline.close()

@@ -46,7 +46,7 @@ def sandbox(tmp_path, monkeypatch):
     for name in ("PREFECT_LOGGING_LEVEL", "PREFECT_SERVER_LOGGING_LEVEL", "PREFECT_SERVER_ANALYTICS_ENABLED",
                  "PREFECT_SERVER_TASKS_TAG_CONCURRENCY_SLOT_WAIT_SECONDS"):
         monkeypatch.setenv(name, "WARNING" if "LOGGING" in name else "1")  # restored after the test
-    monkeypatch.delenv("PTX_TEST_UNSET_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     return work
 
 
@@ -114,13 +114,13 @@ def test_bad_models_are_one_line_naming_the_key(tmp_path, sandbox, model, extra,
 def test_an_unset_api_key_variable_warns_in_validate_and_refuses_run(tmp_path, sandbox):
     path = tmp_path / "c.yaml"
     path.write_text(BASE.format(model="openai/gpt-4o", extra="").replace(
-        "architectures:", "    api_key_env: PTX_TEST_UNSET_KEY\narchitectures:"))
+        "architectures:", "    api_key_env: OPENAI_API_KEY\narchitectures:"))
     r = runner.invoke(app, ["campaign", "validate", str(path)])
     assert r.exit_code == 0, r.output
     assert "= 1 trajectories, at most 1 turns" in r.stdout
-    assert "warning: models.0.api_key_env: environment variable PTX_TEST_UNSET_KEY is not set" in r.stderr
+    assert "warning: models.0.api_key_env: environment variable OPENAI_API_KEY is not set" in r.stderr
     line = run_refused(sandbox, str(path))
-    assert line == f"error: {path}:4: models.0.api_key_env: environment variable PTX_TEST_UNSET_KEY is not set"
+    assert line == f"error: {path}:4: models.0.api_key_env: environment variable OPENAI_API_KEY is not set"
 
 
 def test_a_replay_library_without_the_problem_is_a_warning(tmp_path):
@@ -134,7 +134,7 @@ def test_a_replay_library_without_the_problem_is_a_warning(tmp_path):
 def test_an_unmapped_model_is_a_warning_not_an_error(tmp_path):
     config = parse_campaign(BASE.format(model="openai/no-such-model-xyz", extra="").replace(
         "architectures:", "    api_base: http://127.0.0.1:9/v1\narchitectures:"))
-    report = preflight(config)
+    report = preflight(config, env={"PTXBENCH_ALLOWED_ENDPOINTS": "http://127.0.0.1:9"})  # allowed outside the file
     assert report.warnings == ["models.0: openai/no-such-model-xyz is not in litellm's model map: no context window "
                                "or price is known (set context_window_tokens)"]
 

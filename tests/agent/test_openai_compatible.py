@@ -1,20 +1,16 @@
 """A self-hosted OpenAI-compatible server (SGLang / vLLM style) through `api_base`, served locally."""
 
-import socket
-import threading
-import time
-
 import pytest
 from fastapi import FastAPI, Request  # module level: FastAPI resolves the handler's annotations here
 
 from ptxcore.agent import CallContext
 from ptxcore.agent.llm import LiteLLMClient
 
+from .servers import serving
+
 
 @pytest.fixture(scope="module")
 def server_url():
-    import uvicorn
-
     app = FastAPI()
     app.state.requests = []
 
@@ -32,19 +28,8 @@ def server_url():
                       "prompt_tokens_details": {"cached_tokens": 256}},
         }
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if server.started:
-            break
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/v1", app.state.requests
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(app) as base:
+        yield f"{base}/v1", app.state.requests
 
 
 def test_api_base_model_with_decoding_settings(server_url):

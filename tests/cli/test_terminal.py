@@ -104,3 +104,27 @@ def test_recorded_verdicts_are_marked(tmp_path):
 def test_status_of_a_missing_campaign_is_one_line(cpu_campaign):
     r = invoke("campaign", "status", "nope", "--warehouse", str(cpu_campaign))
     assert r.exit_code == 2 and r.output.strip() == f"error: no campaign 'nope' in {cpu_campaign}"
+
+
+def test_the_hidden_character_class_is_every_control_format_and_separator_character():
+    """flows.cli.output.HIDDEN is written out for speed: it must hold exactly the code points of its categories."""
+    import sys
+    import unicodedata
+
+    from flows.cli.output import HIDDEN_CATEGORIES, _hidden, visible
+
+    pattern = _hidden("")
+    for cp in range(sys.maxunicode + 1):
+        hidden = unicodedata.category(chr(cp)) in HIDDEN_CATEGORIES
+        assert bool(pattern.fullmatch(chr(cp))) is hidden, hex(cp)
+    assert visible("evil\u202etxt.exe\x1b[2J") == "evil\\u202etxt.exe\\x1b[2J"
+
+
+def test_headline_cells_escape_hidden_characters():
+    from rich.table import Table
+
+    from flows.cli.output import add_row
+
+    t = Table("a")
+    add_row(t, "model\u202e\x1b[31m")
+    assert t.columns[0]._cells[0].plain == "model\\u202e\\x1b[31m"

@@ -66,13 +66,15 @@ def _probe(host: Host, repo: Path, *args: str, timeout_s: float = 120) -> dict:
 
 
 def _start_gpu_host(gpu: Host, repo: Path, api: str, shared: Path) -> None:
-    """The GPU host's two services, as its operator would start them (README "Many GPU hosts")."""
+    """The GPU host's two services, as its operator would start them (README "Many GPU hosts"); the worker finds
+    the service's per-start token in the token directory they share (as one user's home on a real host)."""
+    tokens = {"PTXBENCH_PROFILER_TOKEN_DIR": str(gpu.root / "profiler-tokens")}
     gpu.popen("profiler", [sys.executable, "-c", CLI, "profiler", "serve", "--gpus", "0", "--fake", "--port", "8765",
                            "--runner-args", json.dumps({"eval_s": FAKE_EVAL_S}), "--work-dir",
-                           str(gpu.root / "profiler")], env=clean_env(), cwd=repo)
+                           str(gpu.root / "profiler")], env=clean_env(**tokens), cwd=repo)
     _probe(gpu, repo, "wait-http", "http://127.0.0.1:8765/health", "240", timeout_s=240)
     env = clean_env(PREFECT_API_URL=api, PREFECT_HOME=str(gpu.root / "prefect-home"),
-                    PREFECT_LOCAL_STORAGE_PATH=str(shared), PREFECT_LOGGING_LEVEL="WARNING")
+                    PREFECT_LOCAL_STORAGE_PATH=str(shared), PREFECT_LOGGING_LEVEL="WARNING", **tokens)
     gpu.popen("worker", [sys.executable, "-c", CLI, "worker", "--arch", "hopper", "--profiler",
                          "http://127.0.0.1:8765"], env=env, cwd=repo)
     def serving() -> bool:

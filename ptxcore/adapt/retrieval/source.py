@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from ptxcore.agent.campaign import CampaignConfigError
 from ptxcore.agent.retrieval_spec import RepairRetrievalSpec
 from ptxcore.schema import RetrievalCondition
+from ptxcore.schema.files import InputFileError, read_text
 
 from .augmenter import RepairRetrievalAugmenter
 from .index import RepairNotesIndex
@@ -77,6 +78,8 @@ def parse_note_lines(lines: Iterable[str], where: str) -> list[NoteRecord]:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise NotesSourceError(f"{where}:{number}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except ValueError:  # a number of more than 4300 digits
+            raise NotesSourceError(f"{where}:{number}: invalid JSON: a number too long to convert") from None
         try:
             records.append(NoteRecord.model_validate(data))
         except ValidationError as exc:
@@ -91,9 +94,9 @@ def parse_note_lines(lines: Iterable[str], where: str) -> list[NoteRecord]:
 def read_notes_file(path: Path) -> list[NoteRecord]:
     """Records of a notes JSONL file."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise NotesSourceError(f"{path}: not UTF-8 text") from None
+        text = read_text(path, MAX_NOTES_FILE_BYTES)
+    except InputFileError as exc:
+        raise NotesSourceError(str(exc)) from None
     return parse_note_lines(text.splitlines(), str(path))
 
 

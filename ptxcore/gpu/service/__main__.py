@@ -10,6 +10,7 @@ import sys
 
 from ptxcore.gpu.service.config import InsecureBindError, token_from_env_or_file
 from ptxcore.gpu.service.server import build_config, serve
+from ptxcore.gpu.service.tokenfile import TokenFileError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument("--work-dir", default=".ptxbench/profiler")
     ap.add_argument("--token-file", default=None)
+    ap.add_argument("--allowed-host", action="append", default=[], help="a host name clients use (repeatable)")
     ap.add_argument("--fake", action="store_true", help="FakeRunner instead of the judge (tests; no GPU work)")
     ap.add_argument("--runner-args", default="{}", help="JSON keyword arguments for the runner")
     ap.add_argument("--timeout-s", type=float, default=None)
@@ -30,9 +32,10 @@ def main(argv: list[str] | None = None) -> int:
         config = build_config(gpus=a.gpus, host=a.host, port=a.port, work_dir=a.work_dir,
                               token=token_from_env_or_file(a.token_file), fake=a.fake,
                               runner_args=json.loads(a.runner_args), timeout_s=a.timeout_s,
-                              max_attempts=a.max_attempts)
-        serve(config, log_level=a.log_level, on_ready=lambda url: logging.getLogger(__name__).info("serving %s", url))
-    except (InsecureBindError, ValueError, OSError) as exc:
+                              max_attempts=a.max_attempts, allowed_hosts=a.allowed_host)
+        serve(config, log_level=a.log_level, on_ready=lambda url, token_file: logging.getLogger(__name__).info(
+            "serving %s%s", url, f" (per-start token in {token_file})" if token_file else ""))
+    except (InsecureBindError, ValueError, OSError, TokenFileError) as exc:
         sys.stderr.write(f"error: {str(exc).splitlines()[0]}\n")
         return 2
     return 0

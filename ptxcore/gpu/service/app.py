@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import secrets
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Path, Query, Request
@@ -32,7 +33,7 @@ from ptxcore.gpu.service.models import (
     TaskKind,
     TaskView,
 )
-from ptxcore.gpu.service.security import GuardMiddleware
+from ptxcore.gpu.service.security import GuardMiddleware, machine_names
 from ptxcore.gpu.service.service import VERSION, Busy, NotFound, ProfilerService, ServiceError, TooLarge
 from ptxcore.schema import FrozenModel
 
@@ -40,6 +41,8 @@ USABLE_LANES = (LaneState.STARTING, LaneState.IDLE, LaneState.BUSY, LaneState.RE
 """Lane states that will run a queued task (drained, failed and stopped ones will not, or not soon)."""
 RETRY_AFTER_S = 30
 """Retry-After of a 503."""
+_NO_WRITES = secrets.token_urlsafe(32)
+"""The write token of an app built without one: known to nobody, so nothing but GET/HEAD is served."""
 
 
 class DrainRequest(FrozenModel):
@@ -49,9 +52,11 @@ class DrainRequest(FrozenModel):
     """Why (shown in /health; one printable line)."""
 
 
-def create_app(service: ProfilerService, manage_lifecycle: bool = True):
-    """The ASGI application (FastAPI wrapped in the token / size guard). With manage_lifecycle the app
-    starts the service's workers on startup and stops them on shutdown."""
+def create_app(service: ProfilerService, manage_lifecycle: bool = True, write_token: str | None = None):
+    """The ASGI application (FastAPI wrapped in the Host / browser / token / size guard). With manage_lifecycle the
+    app starts the service's workers on startup and stops them on shutdown. `write_token`: the per-start token
+    every state-changing request must carry when no shared token is configured (ptxcore.gpu.service.server makes
+    it); without either, nothing but GET/HEAD is served."""
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
@@ -79,7 +84,10 @@ def create_app(service: ProfilerService, manage_lifecycle: bool = True):
 
     _info_routes(api, service)
     _task_routes(api, service)
-    return GuardMiddleware(api, token=service.config.token, max_bytes=service.config.max_request_bytes)
+    config = service.config
+    names = {*config.allowed_hosts, *machine_names(), config.host}
+    return GuardMiddleware(api, token=config.token, max_bytes=config.max_request_bytes,
+                           write_token=write_token or config.token or _NO_WRITES, host_names=names)
 
 
 def _info_routes(api: FastAPI, service: ProfilerService) -> None:
@@ -152,7 +160,7 @@ def _task_routes(api: FastAPI, service: ProfilerService) -> None:
     async def tasks(req: BatchPollRequest) -> Response:
         if len(req.task_ids) > service.config.max_batch:
             raise TooLarge(f"{len(req.task_ids)} task ids; limit {service.config.max_batch}")
-        bad = [t for t in req.task_ids if not re.match(TASK_ID_PATTERN, t)]
+        bad = [t for t in req.task_ids if not re.fullmatch(TASK_ID_PATTERN, t)]
         if bad:
             raise ServiceError(f"malformed task id {bad[0][:80]!r}")
         return _ModelJSON(_TASK_VIEWS.dump_json(await service.wait(req.task_ids, req.wait_s)))

@@ -8,6 +8,9 @@ full or shutting down), tasks the service reports `failed` or `lost`, and INFRA_
 candidate's verdict (PASSED, INCORRECT_*, RUNTIME_ERROR, TIMEOUT, ...) is returned as is, never retried.
 When retries run out, ProfilerUnavailable is raised (an infrastructure failure raises; it is never a
 verdict). A 4xx answer (bad request, unknown problem, missing token) raises ProfilerRequestError at once.
+
+The token: the one given, else the per-start token of a loopback service on the URL's port (a 0600 file the
+service writes, ptxcore.gpu.service.tokenfile), else $PTXBENCH_PROFILER_TOKEN.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from ptxcore.gpu.service.tokenfile import local_token
 from ptxcore.schema import EvaluationStatus, JudgeResult
 
 log = logging.getLogger(__name__)
@@ -72,22 +76,31 @@ def _status(data: dict[str, Any]) -> TaskStatus:
                       result=JudgeResult.model_validate(result) if result else None, gpu=data.get("gpu"), raw=data)
 
 
+def resolve_token(url: str) -> str | None:
+    """The token to send to `url` when none is given: for a loopback URL, the per-start token of the live service on
+    that port (ptxcore.gpu.service.tokenfile); else $PTXBENCH_PROFILER_TOKEN; else none."""
+    return local_token(url) or os.environ.get(TOKEN_ENV) or None
+
+
 class ProfilerClient:
     def __init__(self, url: str, token: str | None = None, timeout_s: float = 1800.0, retries: int = 3,
                  backoff_s: float = 1.0, poll_wait_s: float = 30.0, transport: httpx.BaseTransport | None = None):
+        """`token`: sent with every request; None: `resolve_token(url)`."""
         self.url, self.timeout_s, self.retries = url.rstrip("/"), timeout_s, retries
         self.backoff_s, self.poll_wait_s = backoff_s, poll_wait_s
+        self._resolved = token is None  # a found token is looked up again after a 401 (the service restarted)
+        token = token if token is not None else resolve_token(self.url)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=httpx.Timeout(60.0),
                                   transport=transport)
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> ProfilerClient:
-        """URL from $PTXBENCH_PROFILER_URL, token from $PTXBENCH_PROFILER_TOKEN."""
+        """URL from $PTXBENCH_PROFILER_URL, token as `resolve_token` finds it."""
         url = os.environ.get(URL_ENV)
         if not url:
             raise ProfilerError(f"${URL_ENV} is not set")
-        return cls(url, token=os.environ.get(TOKEN_ENV) or None, **kwargs)
+        return cls(url, **kwargs)
 
     def close(self) -> None:
         self._http.close()
@@ -187,6 +200,9 @@ class ProfilerClient:
         try:
             response = self._http.request(method, path, json=json, params=params,
                                           timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT)
+            if response.status_code == 401 and self._refresh_token():  # a restarted service has a new start token
+                response = self._http.request(method, path, json=json, params=params,
+                                              timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT)
         except httpx.TransportError as exc:
             raise ProfilerUnavailable(f"{type(exc).__name__}: {exc}") from exc
         if response.status_code >= 500:
@@ -194,6 +210,18 @@ class ProfilerClient:
         if response.status_code >= 400:
             raise ProfilerRequestError(response.status_code, _detail(response))
         return response.json()
+
+
+    def _refresh_token(self) -> bool:
+        """Look the token up again (only one that was found, never one given); True when it changed."""
+        if not self._resolved:
+            return False
+        token = resolve_token(self.url)
+        header = f"Bearer {token}" if token else None
+        if not token or self._http.headers.get("Authorization") == header:
+            return False
+        self._http.headers["Authorization"] = header
+        return True
 
 
 def _detail(response: httpx.Response) -> str:

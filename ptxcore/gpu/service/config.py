@@ -1,7 +1,9 @@
 """Service settings: bind address, shared token, limits, deadlines and health thresholds.
 
 Security rules live here so that they are checked before anything listens: loopback by default, and a
-shared token for any other bind (the service refuses to start otherwise).
+shared token for any other bind (the service refuses to start otherwise). Without a shared token the service makes
+a per-start token (ptxcore.gpu.service.tokenfile) that every state-changing request must carry, and every request's
+Host header must name this service (ptxcore.gpu.service.security).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from ptxcore.schema import FrozenModel
+from ptxcore.schema.files import InputFileError, read_text
 
 TOKEN_ENV = "PTXBENCH_PROFILER_TOKEN"
 """Environment variable holding the shared token (never a command-line argument: `ps` shows those)."""
@@ -58,7 +61,11 @@ class ServiceConfig(FrozenModel):
     port: int = Field(default=8765, ge=0, le=65535)
     """TCP port (0: any free port)."""
     token: str | None = None
-    """Shared secret; when set, every request must carry it."""
+    """Shared secret; when set, every request must carry it. Unset: a per-start token is made and written to a
+    0600 file (ptxcore.gpu.service.tokenfile), and every request that is not GET/HEAD must carry that one."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """Host names clients reach the service by, besides `localhost`, IP literals, the bind address and this
+    machine's own names: any other Host header is refused (a DNS-rebinding page names its own domain)."""
     archs: list[str] = Field(default_factory=lambda: ["hopper"])
     """Architecture keys this host's GPUs judge; other submissions are refused (400)."""
     runner: str = "ptxcore.gpu.service.judge_runner:JudgeRunner"
@@ -124,7 +131,10 @@ def check_bind(config: ServiceConfig) -> None:
 def token_from_env_or_file(token_file: str | None) -> str | None:
     """The token from a file (first line) or from $PTXBENCH_PROFILER_TOKEN; None when neither is set."""
     if token_file:
-        text = Path(token_file).read_text().strip().splitlines()
+        try:
+            text = read_text(token_file, 4096).strip().splitlines()
+        except InputFileError as exc:
+            raise ValueError(f"--token-file: {exc}") from None
         return text[0].strip() if text else None
     value = os.environ.get(TOKEN_ENV, "").strip()
     return value or None

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from ptxcore.gpu.service.config import ServiceConfig, check_bind
 from ptxcore.gpu.service.service import ProfilerService
+from ptxcore.gpu.service.tokenfile import new_token, remove_token, write_token
 from ptxcore.gpu.service.worker import GpuWorker
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ def parse_gpus(text: str) -> list[int]:
 
 def build_config(*, gpus: str, host: str, port: int, work_dir: str, token: str | None, fake: bool = False,
                  runner_args: dict | None = None, timeout_s: float | None = None,
-                 max_attempts: int | None = None) -> ServiceConfig:
+                 max_attempts: int | None = None, allowed_hosts: list[str] | None = None) -> ServiceConfig:
     """The ServiceConfig for the command-line options (shared by the CLI and `python -m`)."""
     extra: dict = {}
     if timeout_s is not None:
@@ -69,6 +70,8 @@ def build_config(*, gpus: str, host: str, port: int, work_dir: str, token: str |
         extra["max_attempts"] = max_attempts
     if fake:
         extra["runner"] = FAKE_RUNNER
+    if allowed_hosts:
+        extra["allowed_hosts"] = list(allowed_hosts)
     try:
         config = ServiceConfig(work_dir=Path(work_dir), gpus=parse_gpus(gpus), host=host, port=port, token=token,
                                runner_args=runner_args or {}, **extra)
@@ -80,24 +83,48 @@ def build_config(*, gpus: str, host: str, port: int, work_dir: str, token: str |
     return config
 
 
-def serve(config: ServiceConfig, log_level: str = "info", on_ready: Callable[[str], None] | None = None) -> None:
+class StartToken:
+    """The token state-changing requests must carry: the shared one, or a per-start one written to a 0600 file
+    (ptxcore.gpu.service.tokenfile) for the port the service listens on, removed again at exit."""
+
+    def __init__(self, config: ServiceConfig, sock: socket.socket, url: str) -> None:
+        self.path: Path | None = None
+        if config.token:
+            self.token = config.token
+            return
+        self.token = new_token()
+        self.path = write_token(sock.getsockname()[1], self.token, url)
+
+    def remove(self) -> None:
+        if self.path is not None:
+            remove_token(self.path, self.token)
+
+
+def serve(config: ServiceConfig, log_level: str = "info", on_ready: Callable[[str, Path | None], None] | None = None,
+          ) -> None:
     """Serve until interrupted. Refuses an unsafe bind before anything starts. Writes
-    <work_dir>/server.json ({url, pid}) once listening."""
+    <work_dir>/server.json ({url, pid, token_file}) once listening; `on_ready(url, token_file)`."""
     check_bind(config)
     from ptxcore.gpu.service.app import create_app
 
     sock = _bind(config.host, config.port)
     url = _url(sock, config.host)
-    service = ProfilerService(config)
-    server = _uvicorn_server(create_app(service), log_level)
-    (service.workdir.root / "server.json").write_text(json.dumps({"url": url, "pid": os.getpid()}))
-    if on_ready:
-        on_ready(url)
-    server.run(sockets=[sock])
+    token = StartToken(config, sock, url)
+    try:
+        service = ProfilerService(config)
+        server = _uvicorn_server(create_app(service, write_token=token.token), log_level)
+        (service.workdir.root / "server.json").write_text(json.dumps(
+            {"url": url, "pid": os.getpid(), "token_file": str(token.path) if token.path else None}))
+        if on_ready:
+            on_ready(url, token.path)
+        server.run(sockets=[sock])
+    finally:
+        token.remove()
 
 
 class BackgroundServer:
-    """The service on 127.0.0.1:<free port> in a daemon thread; a context manager."""
+    """The service on 127.0.0.1:<free port> in a daemon thread; a context manager. `token`: what a client sends
+    (ProfilerClient finds it by itself for a loopback URL)."""
 
     def __init__(self, config: ServiceConfig, make_worker: Callable[[int], GpuWorker] | None = None,
                  catalog=None, log_level: str = "warning") -> None:
@@ -107,7 +134,9 @@ class BackgroundServer:
         self.service = ProfilerService(config, make_worker=make_worker, catalog=catalog)
         self._sock = _bind(config.host, config.port)
         self.url = _url(self._sock, config.host)
-        self._server = _uvicorn_server(create_app(self.service), log_level)
+        self._token = StartToken(config, self._sock, self.url)
+        self.token, self.token_file = self._token.token, self._token.path
+        self._server = _uvicorn_server(create_app(self.service, write_token=self.token), log_level)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
 
     def __enter__(self) -> BackgroundServer:
@@ -123,3 +152,4 @@ class BackgroundServer:
         self._server.should_exit = True
         self._thread.join(120)
         self._sock.close()
+        self._token.remove()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ptxcore.schema import text_sha256
 
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class WorkDirError(ValueError):
@@ -37,7 +37,7 @@ class WorkDir:
         return self.root / "tasks.sqlite3"
 
     def source_path(self, sha256: str) -> Path:
-        if not _SHA256.match(sha256):
+        if not _SHA256.fullmatch(sha256):
             raise WorkDirError(f"not a sha256: {sha256!r}")
         return self.inside(self.root / "sources" / sha256[:2] / f"{sha256}.cu")
 

@@ -6,7 +6,6 @@ one retry layer. Failing to reach the service raises ProfilerUnavailable (an inf
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 from ptxcore.schema import Language
@@ -21,13 +20,13 @@ if TYPE_CHECKING:
 class ServiceJudge:
     def __init__(self, url: str, token: str | None = None, transport: Any = None, retries: int = 0,
                  client_tag: str = "campaign") -> None:
-        from ptxcore.gpu.service.client import TOKEN_ENV, ProfilerClient
+        from ptxcore.gpu.service.client import ProfilerClient
 
         self.name = f"service:{url}"
         self.url = url
         self.client_tag = client_tag
-        self.client = ProfilerClient(url, token=token or os.environ.get(TOKEN_ENV) or None, retries=retries,
-                                     transport=transport)
+        # token None: the client finds it (a loopback service's per-start token file, else $PTXBENCH_PROFILER_TOKEN)
+        self.client = ProfilerClient(url, token=token, retries=retries, transport=transport)
 
     def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
               workload_uuid: str | None = None, language: Language = Language.CUDA) -> JudgeResult:

@@ -44,7 +44,7 @@ class Running:
 
     def __init__(self, server: BackgroundServer, config: ServiceConfig) -> None:
         self.server, self.config, self.url = server, config, server.url
-        headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
+        headers = {"Authorization": f"Bearer {server.token}"}  # the shared token, or this start's
         self.http = httpx.Client(base_url=server.url, headers=headers, timeout=60)
 
     @property

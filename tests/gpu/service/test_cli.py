@@ -32,7 +32,7 @@ def test_refuses_exposed_bind_without_token(tmp_path):
 def test_bad_options_are_one_line_errors(tmp_path):
     for args, text in ((["--gpus", "0,x"], "not a GPU index"), (["--gpus", "0,0"], "distinct"),
                        (["--gpus", "0", "--runner-args", "{"], "not JSON"),
-                       (["--gpus", "0", "--token-file", str(tmp_path / "none")], "No such file")):
+                       (["--gpus", "0", "--token-file", str(tmp_path / "none")], "--token-file: no such file")):
         r = run("profiler", "serve", *args, "--work-dir", str(tmp_path))
         assert r.exit_code == 2 and text in r.output and "Traceback" not in r.output, r.output
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 
 from ptxcore.gpu.service.client import ProfilerClient
+from ptxcore.gpu.service.tokenfile import local_token
 
 from .conftest import GEMM, wait_for
 
@@ -46,6 +47,11 @@ def _start(work_dir: Path, port: int) -> subprocess.Popen:
     return proc
 
 
+def _http(url: str) -> httpx.Client:
+    """A raw client with this start's token (every start of the service makes a new one)."""
+    return httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {local_token(url)}"})
+
+
 def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -60,7 +66,7 @@ def test_results_lost_and_pending_tasks_across_a_crash(tmp_path):
     url = f"http://127.0.0.1:{port}"
     first = _start(tmp_path, port)
     try:
-        http = httpx.Client(base_url=url, timeout=60)
+        http = _http(url)
         post = lambda src: http.post("/evaluate", json={"definition": GEMM, "source": src}).json()["task_id"]  # noqa: E731
         done = post("// quick FAKE:wrong\n")
         assert http.get(f"/tasks/{done}", params={"wait_s": 30}).json()["state"] == "completed"
@@ -75,7 +81,7 @@ def test_results_lost_and_pending_tasks_across_a_crash(tmp_path):
     wait_for(lambda: _gone(worker), 20, "worker died with its service")
     second = _start(tmp_path, port)
     try:
-        http = httpx.Client(base_url=url, timeout=60)
+        http = _http(url)
         done_view = http.get(f"/tasks/{done}").json()
         assert done_view["state"] == "completed" and done_view["result"]["status"] == "INCORRECT_NUMERICAL"
         lost = http.get(f"/tasks/{running}", params={"wait_s": 5}).json()

@@ -127,6 +127,7 @@ def test_draining_one_gpu_mid_batch_moves_its_work_without_losing_or_doubling_a_
     scored_here = sum(after[g].tasks_scored - before[g] for g in (0, 1))
     assert scored_here == len(sources), (scored_here, len(sources))
     assert after[1].state.value == "drained" and after[1].tasks_excluded >= 1
-    with httpx.Client(base_url=two_gpu_service.url, timeout=30) as http:
+    with httpx.Client(base_url=two_gpu_service.url, timeout=30,
+                      headers={"Authorization": f"Bearer {two_gpu_service.token}"}) as http:  # a state change
         assert http.post("/gpus/1/resume").status_code == 200
     wait_for(lambda: _lane(svc, 1).state.value == "idle", 120, "GPU 1 back after the drain is lifted")
