@@ -40,7 +40,7 @@ from ptxcore.gpu.pipeline.verdicts import (
     timing_verdict,
     work_verdict,
 )
-from ptxcore.schema import EvaluationStatus
+from ptxcore.schema import EvaluationStatus, exception_line
 
 log = logging.getLogger(__name__)
 
@@ -214,4 +214,4 @@ def _call_error(exc: CallFailed) -> str:
     rec = exc.record
     fixed = {"load": "loading the module", "bind": "mapping buffers", "launches": "reading the launch report"}
     where = fixed.get(rec.phase, f"{rec.phase} call {rec.index} of trial {rec.trial}")
-    return f"error while {where}: {exc.error}"
+    return f"error while {where}: {exception_line(exc.error)}"
