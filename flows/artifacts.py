@@ -25,7 +25,7 @@ from prefect.states import State
 from ptxcore.agent import CampaignSummary, HeadlineRow, TrajectoryPlan
 from ptxcore.agent.summary import HEADER, headline_cells
 from ptxcore.schema import EvaluationStatus, TrajectoryRecord, TurnRecord
-from tasks.states import outcome
+from tasks.states import RECORDED_SUFFIX, outcome
 
 
 def artifact_key(campaign_id: str, what: str) -> str:
@@ -126,7 +126,7 @@ def turn_rows(records: Sequence[TurnRecord]) -> list[dict[str, str]]:
     for r in sorted(records, key=lambda r: r.turn):
         err = r.judge.correctness if r.judge is not None else None
         rows.append({
-            "turn": str(r.turn), "status": r.status.value, "compile": r.compile.status.value if r.compile else "n/a",
+            "turn": str(r.turn), "status": r.status.value + (RECORDED_SUFFIX if _recorded([r]) else ""), "compile": r.compile.status.value if r.compile else "n/a",
             "target instructions": r.target_instruction.value, "speedup": _fmt(r.speedup, ".2f"),
             "max abs error": _fmt(err.max_absolute_error if err else None, ".3g"),
             "reasoning tokens": str(r.usage.reasoning_tokens), "completion tokens": str(r.usage.completion_tokens),
@@ -151,7 +151,19 @@ def trajectory_state(final: TrajectoryRecord, records: Sequence[TurnRecord]) -> 
         name = statuses[-1].value if statuses else final.stop_reason.value.upper()
     best = f"; best speedup {final.best_speedup:.2f}x" if final.best_speedup is not None else ""
     seq = " → ".join(s.value for s in statuses) or "no turn"
-    return outcome(name, f"{final.stop_reason.value} after {final.num_turns} turns: {seq}{best}", final)
+    return outcome(name + (RECORDED_SUFFIX if _recorded(records) else ""),
+                   f"{final.stop_reason.value} after {final.num_turns} turns: {seq}{best}{_recorded_note(records)}",
+                   final)
+
+
+def _recorded(records: Sequence[TurnRecord]) -> list[str]:
+    return [r.judge.recorded.label for r in records if r.judge is not None and r.judge.recorded is not None]
+
+
+def _recorded_note(records: Sequence[TurnRecord]) -> str:
+    """"; N verdicts recorded on X" where verdicts were reused from recorded judgements, else ""."""
+    labels = _recorded(records)
+    return f"; {len(labels)} verdicts recorded on {'; '.join(sorted(set(labels)))}" if labels else ""
 
 
 def campaign_state(summary: CampaignSummary, turns: Sequence[TurnRecord]) -> State:
@@ -160,8 +172,8 @@ def campaign_state(summary: CampaignSummary, turns: Sequence[TurnRecord]) -> Sta
     judged = sum(r.gpu_judged for r in summary.headline)
     name = "PARTIAL" if summary.errors else "NOT_EVALUATED" if not judged and counts else "Completed"
     verdicts = ", ".join(f"{v} {k}" for k, v in counts.most_common())
-    return outcome(name, f"{summary.turns_recorded} turns ({summary.turns_this_run} this run): {verdicts or 'none'}; "
-                   f"{len(summary.errors)} trajectories with errors", summary)
+    return outcome(name, f"{summary.turns_recorded} turns ({summary.turns_this_run} this run): {verdicts or 'none'}"
+                   f"{_recorded_note(turns)}; {len(summary.errors)} trajectories with errors", summary)
 
 
 def publish_headline(summary: CampaignSummary, rows: list[HeadlineRow]) -> None:

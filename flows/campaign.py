@@ -56,7 +56,13 @@ from .preflight import preflight_run
 from .replay import make_clients, register_warehouse_replays
 from .retrieval import campaign_augmenter, file_notes
 from .runtime import CampaignRuntime, PromptBuilder, assembled_prompt, register_runtime, unregister_runtime
-from .tracking import MlflowTracker, default_tracking_uri, experiment_name, experiment_ui_path
+from .tracking import (
+    MlflowTracker,
+    artifact_root_for,
+    default_tracking_uri,
+    experiment_name,
+    experiment_ui_path,
+)
 from .trajectory import BODY_STARTED, run_name, trajectory_flow
 from .writer import RecordWriter
 
@@ -93,9 +99,7 @@ def warehouse_path(config: CampaignConfig) -> Path:
 def tracking_uri(config: CampaignConfig) -> tuple[str, Path | None]:
     """(tracking URI, artifact root): default sqlite under ./mlruns, artifacts beside the database."""
     uri = config.mlflow_tracking_uri or os.environ.get("PTXBENCH_MLFLOW_URI") or default_tracking_uri()
-    if uri.startswith("sqlite:///"):
-        return uri, Path(uri.removeprefix("sqlite:///")).parent / "artifacts"
-    return uri, None
+    return uri, artifact_root_for(uri)
 
 
 def _git_commit() -> str:

@@ -1,0 +1,48 @@
+"""Prefect states of trajectories and campaigns say when verdicts were reused from recorded judgements."""
+
+from __future__ import annotations
+
+from ptxcore.agent import CampaignSummary
+from ptxcore.schema import (
+    EvaluationStatus,
+    JudgeCorrectness,
+    JudgeResult,
+    Performance,
+    RecordedVerdict,
+    StopReason,
+    TargetInstruction,
+    TargetInstructionEvidence,
+    TrajectoryRecord,
+    TurnRecord,
+)
+
+REC = RecordedVerdict(source="campaigns/recorded/h200", trace_sha256="ef" * 32, gpu_name="NVIDIA H200",
+                      driver_version="580.159.04", judged_at="2026-12-01T11:50:45+00:00")
+
+
+def _turn(turn: int, recorded: RecordedVerdict | None) -> TurnRecord:
+    judge = JudgeResult(status=EvaluationStatus.PASSED, definition="gemm_n7168_k5120", arch="hopper",
+                        correctness=JudgeCorrectness(), recorded=recorded,
+                        performance=Performance(latency_ms=0.83, reference_latency_ms=0.75, speedup_factor=0.9),
+                        target_instruction=TargetInstructionEvidence(status=TargetInstruction.EXECUTED))
+    return TurnRecord(campaign_id="c", trajectory_id="t", turn=turn, model="replay/demo", arch="hopper", gpu=None,
+                      prompt_variant="v", problem="gemm_n7168_k5120", status=EvaluationStatus.PASSED, speedup=0.9,
+                      judge=judge)
+
+
+def test_trajectory_and_campaign_states_name_recorded_verdicts():
+    from flows.artifacts import campaign_state, trajectory_state, turn_rows
+
+    final = TrajectoryRecord(campaign_id="c", trajectory_id="t", model="replay/demo", arch="hopper",
+                             prompt_variant="v", problem="gemm_n7168_k5120", num_turns=2,
+                             stop_reason=StopReason.MAX_TURNS, best_speedup=0.9)
+    turns = [_turn(0, REC), _turn(1, REC)]
+    state = trajectory_state(final, turns)
+    assert state.name == "PASSED (recorded)"
+    assert state.message.endswith("; 2 verdicts recorded on NVIDIA H200, driver 580.159.04, 2026-12-01")
+    assert [r["status"] for r in turn_rows(turns)] == ["PASSED (recorded)", "PASSED (recorded)"]
+    measured = trajectory_state(final, [_turn(0, None)])
+    assert measured.name == "PASSED" and "recorded" not in measured.message
+    summary = CampaignSummary(campaign_id="c", warehouse="w", mlflow_tracking_uri="u", mlflow_experiment="e",
+                              turns_recorded=2)
+    assert "2 verdicts recorded on NVIDIA H200" in campaign_state(summary, turns).message
