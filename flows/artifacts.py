@@ -23,7 +23,7 @@ from prefect.artifacts import (
 from prefect.states import State
 
 from ptxcore.agent import CampaignSummary, HeadlineRow, TrajectoryPlan
-from ptxcore.agent.summary import HEADER, headline_cells
+from ptxcore.agent.summary import headline_columns, headline_markdown
 from ptxcore.schema import EvaluationStatus, TrajectoryRecord, TurnRecord
 from tasks.states import RECORDED_SUFFIX, outcome
 
@@ -116,6 +116,61 @@ def tag_this_flow_run(tags: Sequence[str]) -> None:
         client.update_flow_run(flow_run.id, tags=current + [t for t in tags if t not in current])
 
 
+def _campaign_runs(client, campaign_id: str) -> list:  # noqa: ANN001 - a Prefect sync client
+    """Top-level `campaign` flow runs tagged with this campaign, oldest first."""
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterParentTaskRunId,
+        FlowRunFilterTags,
+    )
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    return client.read_flow_runs(
+        flow_filter=FlowFilter(name=FlowFilterName(any_=["campaign"])),
+        flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=[f"campaign:{campaign_id}"]),
+                                      parent_task_run_id=FlowRunFilterParentTaskRunId(is_null_=True)),
+        sort=FlowRunSort.EXPECTED_START_TIME_ASC, limit=200)  # the API's maximum
+
+
+def resume_name(campaign_id: str, number: int | None) -> str:
+    return f"campaign {campaign_id} · resume {number}" if number else f"campaign {campaign_id} · resume"
+
+
+def name_this_run_a_resume(campaign_id: str) -> str | None:
+    """A rerun of a recorded campaign: rename this flow run "campaign ID · resume N" and leave an artifact that links
+    the campaign's first run (when this Prefect server has it). Returns the new name (None outside a flow run)."""
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+
+    if not flow_run.id:
+        return None
+    with get_client(sync_client=True) as client:
+        earlier = [r for r in _campaign_runs(client, campaign_id) if str(r.id) != str(flow_run.id)]
+        name = resume_name(campaign_id, len(earlier) or None)
+        client.update_flow_run(flow_run.id, name=name)
+    if earlier:
+        first = earlier[0]
+        origin = (f"Its first run is [{first.name}]({_ui_path(str(first.id))}) (flow run `{first.id}`, started "
+                  f"{first.start_time or first.expected_start_time}); {len(earlier)} earlier run(s) in all.")
+    else:
+        origin = "Its earlier runs are not on this Prefect server (the warehouse holds what they recorded)."
+    create_markdown_artifact(
+        f"# Campaign `{campaign_id}`: {name}\n\nThis run resumes the campaign: turns recorded earlier are not repeated, "
+        f"and a trajectory already finished starts no subflow run. {origin}",
+        key=artifact_key(campaign_id, "resume"), description=f"{name}: which run it resumes")
+    return name
+
+
+def _ui_path(flow_run_id: str) -> str:
+    """The flow run's page: absolute where PREFECT_UI_URL is known, else the UI's own path."""
+    from prefect.settings import PREFECT_UI_URL
+
+    base = (PREFECT_UI_URL.value() or "").rstrip("/")
+    return f"{base}/runs/flow-run/{flow_run_id}"
+
+
 def _fmt(x: float | None, spec: str) -> str:
     return "n/a" if x is None else format(x, spec)
 
@@ -177,7 +232,9 @@ def campaign_state(summary: CampaignSummary, turns: Sequence[TurnRecord]) -> Sta
 
 
 def publish_headline(summary: CampaignSummary, rows: list[HeadlineRow]) -> None:
-    table = [dict(zip(HEADER, headline_cells(r), strict=True)) for r in rows]
+    """The headline as a table artifact and a Markdown artifact, both on their side (a row per measure, a column
+    per model and architecture, n/d cells): eleven columns side by side showed 8 of 11 in a 1400 px window."""
+    table = headline_columns(rows)
     create_table_artifact(table, key=artifact_key(summary.campaign_id, "headline-table"),
                           description=f"Campaign {summary.campaign_id}: headline table")
     notes = [f"- warehouse: `{summary.warehouse}`",
@@ -188,6 +245,7 @@ def publish_headline(summary: CampaignSummary, rows: list[HeadlineRow]) -> None:
     if summary.errors:
         notes.append(f"- trajectories with errors: {len(summary.errors)} (rerun the campaign to resume them)")
     create_markdown_artifact(
-        f"# Campaign `{summary.campaign_id}`: headline\n\n{summary.headline_markdown}\n\n" + "\n".join(notes),
+        f"# Campaign `{summary.campaign_id}`: headline\n\n{headline_markdown(rows, on_its_side=True)}\n\n"
+        + "\n".join(notes),
         key=artifact_key(summary.campaign_id, "headline"), description="Headline table",
     )

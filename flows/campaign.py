@@ -45,6 +45,7 @@ from .artifacts import (
     StatusArtifact,
     campaign_state,
     campaign_tags,
+    name_this_run_a_resume,
     progress_line,
     publish_headline,
     tag_this_flow_run,
@@ -297,9 +298,28 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
     for warning in preflight_run(config, warehouse_path(config), config_path, text).warnings:
         log.warning(warning)  # nothing is created before this passes
     notes = file_notes(config, config_path)  # a bad notes file is refused before anything is written
+    if _recorded_before(config):
+        try:
+            name_this_run_a_resume(config.id)
+        except Exception as exc:  # noqa: BLE001 - a name is no reason to stop a campaign
+            log.warning("could not name this flow run as a resume of %s: %s", config.id, str(exc).splitlines()[0])
     summary, turns_all = run_campaign(config, text, plan_campaign(config), judge_plugin, profilers=profilers,
                                       notes=notes)
     return campaign_state(summary, turns_all)  # type: ignore[return-value]
+
+
+def _recorded_before(config: CampaignConfig) -> bool:
+    """Whether the warehouse already holds this campaign (this run resumes it); False when it cannot be read now."""
+    from ptxcore.warehouse import Warehouse, WarehouseError
+
+    path = warehouse_path(config)
+    if not path.is_file():
+        return False
+    try:
+        with Warehouse(path, read_only=True) as wh:
+            return wh.campaign(config.id) is not None
+    except WarehouseError:
+        return False
 
 
 def run_campaign(config: CampaignConfig, text: str, plans: list[TrajectoryPlan], judge_plugin: str | None = None,

@@ -46,7 +46,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 _WATCHED = (".", "mlruns", "runs")
 """Folders of the working tree that a test writing outside its temp dirs fills (MLflow's ./mlruns/<id> of a store
 without an artifact root, a campaign's runs/<id>, a report or warehouse in the cwd)."""
-_RUNNER_FILES = frozenset({".pytest_cache", "__pycache__", ".ruff_cache"})
+_RUNNER_FILES = frozenset({".pytest_cache", "__pycache__", ".ruff_cache", ".grimp_cache"})
 _BEFORE = pytest.StashKey[set]()
 
 

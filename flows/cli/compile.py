@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
+import re
 
 import typer
-from rich.console import Console
 
 from .errors import one_line_errors, read_text_file
+from .output import console_for
+
+_DYNAMIC_SMEM = re.compile(r"\bextern\b[^;{}]*\b__shared__\b")
+"""`extern __shared__ ... smem[];`: shared memory sized at launch, which ptxas (static sizes only) cannot report."""
 
 
-def compile_payload(compiled) -> dict:
-    """The JSON envelope of the compile command."""
+def compile_payload(compiled, source: str = "") -> dict:  # noqa: ANN001 - CompiledCandidate
+    """The JSON envelope of the compile command (`dynamic_smem`: the source declares launch-sized shared memory)."""
     r = compiled.result
     payload = {
+        "dynamic_smem": bool(_DYNAMIC_SMEM.search(source)),
         "status": r.status.value,
         "reason": r.reason,
         "log": r.log,
@@ -53,7 +58,7 @@ def compile_command(
     get_problem(problem)
     architecture = get_architecture(arch)
     compiled = compile_candidate(source, BuildOptions(arch=architecture))
-    payload = compile_payload(compiled)
+    payload = compile_payload(compiled, source)
     if as_json:
         typer.echo(json.dumps(payload, indent=1))
     else:
@@ -63,15 +68,16 @@ def compile_command(
 
 
 def _print_human(p: dict, arch: str) -> None:
-    console = Console()
+    console = console_for()  # piped: one line per fact, never an identifier cut at 80 columns
     color = {"COMPILED": "green", "COMPILE_ERROR": "red", "REJECTED": "yellow"}[p["status"]]
     console.print(f"[bold {color}]{p['status']}[/] ({arch}){' — ' + p['reason'] if p['reason'] else ''}")
     if p["status"] == "COMPILE_ERROR":
         console.print(p["log"], markup=False, highlight=False)
+    dynamic = " + dynamic (sized at launch)" if p["dynamic_smem"] else ""
     for k in p["resources"]["kernels"]:
         console.print(
-            f"  {k['function']}: {k['registers']} regs, {k['shared_bytes']} B smem, "
-            f"{k['spill_store_bytes']}+{k['spill_load_bytes']} B spills", markup=False
+            f"  {k['function']}: {k['registers']} regs, {k['shared_bytes']} B static smem{dynamic}, "
+            f"{k['spill_store_bytes']}+{k['spill_load_bytes']} B spills", markup=False, highlight=False
         )
     for w in p["resources"]["performance_warnings"]:
         console.print(f"  [yellow]ptxas:[/] {w}")

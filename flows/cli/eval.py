@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from .errors import UserError, one_line_errors, read_text_file
+from .output import console_for
 
 EXIT_VERDICT, EXIT_NO_GPU, EXIT_INFRA = 1, 3, 4
 
@@ -46,7 +47,7 @@ def eval_command(
     if isinstance(backend, ServiceJudge):  # one command, one verdict: let the client resubmit a lost task
         backend.client.close()
         backend = ServiceJudge(backend.url, retries=3, client_tag=f"eval:{kernel}")
-    err = Console(stderr=True)
+    err = console_for(stderr=True)
     where = "the CPU stages (no GPU)" if isinstance(backend, NoGpuJudge) else backend.name
     with err.status(f"judging {kernel} with {where} ({prob.name})", spinner="dots"):
         result = _judge(backend, source, prob, architecture, workload, server, lang)
@@ -89,7 +90,7 @@ def _judge(backend, source, problem, arch, workload, server, language):  # noqa:
     except ProfilerRequestError as exc:
         raise UserError(f"{server}: {exc.detail}") from exc
     except ProfilerUnavailable as exc:
-        Console(stderr=True).print(f"error: profiling service {server}: {exc}", markup=False)
+        console_for(stderr=True).print(f"error: profiling service {server}: {exc}", markup=False)
         raise typer.Exit(EXIT_INFRA) from exc
 
 
@@ -97,7 +98,7 @@ def _emit(result, as_json: bool) -> None:  # noqa: ANN001
     if as_json:
         typer.echo(result.model_dump_json(indent=1))
     else:
-        print_summary(result, Console())
+        print_summary(result, console_for())
 
 
 def print_summary(r, console: Console) -> None:  # noqa: ANN001

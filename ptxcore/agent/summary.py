@@ -170,10 +170,26 @@ def headline_notes(rows: list[HeadlineRow]) -> list[str]:
     return notes
 
 
-def headline_markdown(rows: list[HeadlineRow]) -> str:
-    """GitHub-style table plus the notes on unjudged turns and reused verdicts."""
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(headline_cells(r)) + " |" for r in rows]
+def headline_columns(rows: list[HeadlineRow]) -> list[dict[str, str]]:
+    """The headline turned on its side for a UI page: one row per measure, one column per (model, arch) ("model ·
+    arch"), compact cells. Eleven measures side by side did not fit Prefect's artifact view at 1400 px."""
+    cells = [headline_cells(r, compact=True) for r in rows]
+    names = [f"{r.model} · {r.arch}" for r in rows]
+    return [{"measure": measure, **{name: c[i] for name, c in zip(names, cells, strict=True)}}
+            for i, measure in enumerate(HEADER) if i >= 2]
+
+
+def headline_markdown(rows: list[HeadlineRow], on_its_side: bool = False) -> str:
+    """GitHub-style table plus the notes on unjudged turns and reused verdicts; `on_its_side`: headline_columns'
+    layout (Prefect's artifact view)."""
+    if on_its_side:
+        table = headline_columns(rows)
+        keys = list(table[0]) if table else ["measure"]
+        lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        lines += ["| " + " | ".join(r[k] for k in keys) + " |" for r in table]
+    else:
+        lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+        lines += ["| " + " | ".join(headline_cells(r)) + " |" for r in rows]
     notes = headline_notes(rows)
     return "\n".join(lines + ([""] + notes if notes else []))
 

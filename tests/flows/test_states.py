@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ptxcore.agent import CampaignSummary
 from ptxcore.schema import (
+    CompileResult,
+    CompileStatus,
     EvaluationStatus,
     JudgeCorrectness,
     JudgeResult,
@@ -25,9 +27,10 @@ def _turn(turn: int, recorded: RecordedVerdict | None) -> TurnRecord:
                         correctness=JudgeCorrectness(), recorded=recorded,
                         performance=Performance(latency_ms=0.83, reference_latency_ms=0.75, speedup_factor=0.9),
                         target_instruction=TargetInstructionEvidence(status=TargetInstruction.EXECUTED))
+    built = CompileResult(status=CompileStatus.COMPILED, source_sha256="a" * 64, arch="hopper")
     return TurnRecord(campaign_id="c", trajectory_id="t", turn=turn, model="replay/demo", arch="hopper", gpu=None,
                       prompt_variant="v", problem="gemm_n7168_k5120", status=EvaluationStatus.PASSED, speedup=0.9,
-                      judge=judge)
+                      judge=judge, compile=built, target_instruction=TargetInstruction.EXECUTED)
 
 
 def test_trajectory_and_campaign_states_name_recorded_verdicts():
@@ -46,3 +49,20 @@ def test_trajectory_and_campaign_states_name_recorded_verdicts():
     summary = CampaignSummary(campaign_id="c", warehouse="w", mlflow_tracking_uri="u", mlflow_experiment="e",
                               turns_recorded=2)
     assert "2 verdicts recorded on NVIDIA H200" in campaign_state(summary, turns).message
+
+
+def test_the_ui_headline_is_on_its_side():
+    """Prefect's artifact view showed 8 of the headline's 11 columns at 1400 px: the UI layout has a row per measure
+    and a column per model and architecture (browser check: tests/browser, --run-browser)."""
+    from ptxcore.agent import headline_rows
+    from ptxcore.agent.summary import HEADER, headline_columns, headline_markdown
+
+    rows = headline_rows([_turn(0, REC), _turn(1, None)])
+    table = headline_columns(rows)
+    assert [r["measure"] for r in table] == HEADER[2:]
+    assert list(table[0]) == ["measure", "replay/demo · hopper"]
+    by = {r["measure"]: r["replay/demo · hopper"] for r in table}
+    assert (by["GPU-judged"], by["correct turns"], by["best speedup"]) == (
+        "2/2 (1 recorded)", "2/2 (1 recorded)", "0.90x (1 recorded)")
+    md = headline_markdown(rows, on_its_side=True)
+    assert md.splitlines()[0] == "| measure | replay/demo · hopper |" and "| correct turns | 2/2 (1 recorded) |" in md
