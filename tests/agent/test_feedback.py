@@ -1,4 +1,4 @@
-"""Feedback per ARCHITECTURE.md: status, trimmed errors, ptxas report, errors or timing, target instructions."""
+"""Feedback per docs/architecture.md: status, trimmed errors, ptxas report, errors or timing, target instructions."""
 
 from ptxcore.agent import format_feedback
 from ptxcore.agent.evaluation import fold_evaluation

@@ -65,7 +65,7 @@ def _probe(host: Host, repo: Path, *args: str, timeout_s: float = 120) -> dict:
 
 
 def _start_gpu_host(gpu: Host, repo: Path, api: str, shared: Path) -> None:
-    """The GPU host's two services, as its operator would start them (README "Many GPU hosts")."""
+    """The GPU host's two services, as its operator would start them (docs/gpu-host.md, "Many GPU hosts")."""
     gpu.popen("profiler", [sys.executable, "-c", CLI, "profiler", "serve", "--gpus", "0", "--fake", "--port", "8765",
                            "--runner-args", json.dumps({"eval_s": FAKE_EVAL_S}), "--work-dir",
                            str(gpu.root / "profiler")], env=clean_env(), cwd=repo)
