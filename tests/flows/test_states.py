@@ -7,30 +7,24 @@ from ptxcore.schema import (
     CompileResult,
     CompileStatus,
     EvaluationStatus,
-    JudgeCorrectness,
-    JudgeResult,
-    Performance,
     RecordedVerdict,
     StopReason,
     TargetInstruction,
-    TargetInstructionEvidence,
     TrajectoryRecord,
     TurnRecord,
 )
 
-REC = RecordedVerdict(source="campaigns/recorded/h200", trace_sha256="ef" * 32, gpu_name="NVIDIA H200",
-                      driver_version="580.159.04", judged_at="2026-12-01T11:50:45+00:00")
+from .fakes import H200_RECORDING, reused_pass
+
+REC = H200_RECORDING
 
 
 def _turn(turn: int, recorded: RecordedVerdict | None) -> TurnRecord:
-    judge = JudgeResult(status=EvaluationStatus.PASSED, definition="gemm_n7168_k5120", arch="hopper",
-                        correctness=JudgeCorrectness(), recorded=recorded,
-                        performance=Performance(latency_ms=0.83, reference_latency_ms=0.75, speedup_factor=0.9),
-                        target_instruction=TargetInstructionEvidence(status=TargetInstruction.EXECUTED))
     built = CompileResult(status=CompileStatus.COMPILED, source_sha256="a" * 64, arch="hopper")
     return TurnRecord(campaign_id="c", trajectory_id="t", turn=turn, model="replay/demo", arch="hopper", gpu=None,
                       prompt_variant="v", problem="gemm_n7168_k5120", status=EvaluationStatus.PASSED, speedup=0.9,
-                      judge=judge, compile=built, target_instruction=TargetInstruction.EXECUTED)
+                      judge=reused_pass("gemm_n7168_k5120", recorded, 0.9), compile=built,
+                      target_instruction=TargetInstruction.EXECUTED)
 
 
 def test_trajectory_and_campaign_states_name_recorded_verdicts():

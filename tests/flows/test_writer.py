@@ -108,21 +108,10 @@ def test_a_tracker_without_an_artifact_root_keeps_artifacts_beside_its_database(
 
 def test_a_recorded_verdict_is_tagged_on_its_run_and_turn(tmp_path):
     """MLflow showed `correct=1`, `speedup=0.9056` of reused verdicts with nothing saying so."""
-    from ptxcore.schema import (
-        JudgeCorrectness,
-        JudgeResult,
-        Performance,
-        RecordedVerdict,
-        TargetInstruction,
-        TargetInstructionEvidence,
-    )
+    from .fakes import H200_RECORDING as rec
+    from .fakes import reused_pass
 
-    rec = RecordedVerdict(source="campaigns/recorded/h200", trace_sha256="ef" * 32, gpu_name="NVIDIA H200",
-                          driver_version="580.159.04", judged_at="2026-12-01T11:50:45+00:00")
-    judge = JudgeResult(status=EvaluationStatus.PASSED, definition=PLAN.problem, arch="hopper",
-                        correctness=JudgeCorrectness(), recorded=rec,
-                        performance=Performance(latency_ms=0.8288, reference_latency_ms=0.75, speedup_factor=0.9056),
-                        target_instruction=TargetInstructionEvidence(status=TargetInstruction.EXECUTED))
+    judge = reused_pass(PLAN.problem)
     reused = turn(1).model_copy(update={"status": EvaluationStatus.PASSED, "judge": judge, "speedup": 0.9056})
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     tracker = MlflowTracker(uri, "wrec")
