@@ -32,7 +32,7 @@ from ptxcore.warehouse import Warehouse  # noqa: E402
 from ptxcore.warehouse import queries as Q  # noqa: E402
 from ptxcore.warehouse.ptxbench_import import import_ptxbench_csv  # noqa: E402
 
-DEFAULT_CSV = REPO.parent / "shared" / "data" / "ptxbench_per_turn.csv"
+DEFAULT_CSV = REPO / "data" / "ptxbench" / "ptxbench_per_turn.csv.gz"
 
 
 def timed(fn: Callable[[], object], repeat: int) -> list[float]:

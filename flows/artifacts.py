@@ -23,9 +23,9 @@ from prefect.artifacts import (
 from prefect.states import State
 
 from ptxcore.agent import CampaignSummary, HeadlineRow, TrajectoryPlan
-from ptxcore.agent.summary import HEADER, headline_cells
+from ptxcore.agent.summary import headline_columns, headline_markdown
 from ptxcore.schema import EvaluationStatus, TrajectoryRecord, TurnRecord
-from tasks.states import outcome
+from tasks.states import RECORDED_SUFFIX, outcome
 
 
 def artifact_key(campaign_id: str, what: str) -> str:
@@ -116,6 +116,61 @@ def tag_this_flow_run(tags: Sequence[str]) -> None:
         client.update_flow_run(flow_run.id, tags=current + [t for t in tags if t not in current])
 
 
+def _campaign_runs(client, campaign_id: str) -> list:  # noqa: ANN001 - a Prefect sync client
+    """Top-level `campaign` flow runs tagged with this campaign, oldest first."""
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterParentTaskRunId,
+        FlowRunFilterTags,
+    )
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    return client.read_flow_runs(
+        flow_filter=FlowFilter(name=FlowFilterName(any_=["campaign"])),
+        flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=[f"campaign:{campaign_id}"]),
+                                      parent_task_run_id=FlowRunFilterParentTaskRunId(is_null_=True)),
+        sort=FlowRunSort.EXPECTED_START_TIME_ASC, limit=200)  # the API's maximum
+
+
+def resume_name(campaign_id: str, number: int | None) -> str:
+    return f"campaign {campaign_id} · resume {number}" if number else f"campaign {campaign_id} · resume"
+
+
+def name_this_run_a_resume(campaign_id: str) -> str | None:
+    """A rerun of a recorded campaign: rename this flow run "campaign ID · resume N" and leave an artifact that links
+    the campaign's first run (when this Prefect server has it). Returns the new name (None outside a flow run)."""
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+
+    if not flow_run.id:
+        return None
+    with get_client(sync_client=True) as client:
+        earlier = [r for r in _campaign_runs(client, campaign_id) if str(r.id) != str(flow_run.id)]
+        name = resume_name(campaign_id, len(earlier) or None)
+        client.update_flow_run(flow_run.id, name=name)
+    if earlier:
+        first = earlier[0]
+        origin = (f"Its first run is [{first.name}]({_ui_path(str(first.id))}) (flow run `{first.id}`, started "
+                  f"{first.start_time or first.expected_start_time}); {len(earlier)} earlier run(s) in all.")
+    else:
+        origin = "Its earlier runs are not on this Prefect server (the warehouse holds what they recorded)."
+    create_markdown_artifact(
+        f"# Campaign `{campaign_id}`: {name}\n\nThis run resumes the campaign: turns recorded earlier are not repeated, "
+        f"and a trajectory already finished starts no subflow run. {origin}",
+        key=artifact_key(campaign_id, "resume"), description=f"{name}: which run it resumes")
+    return name
+
+
+def _ui_path(flow_run_id: str) -> str:
+    """The flow run's page: absolute where PREFECT_UI_URL is known, else the UI's own path."""
+    from prefect.settings import PREFECT_UI_URL
+
+    base = (PREFECT_UI_URL.value() or "").rstrip("/")
+    return f"{base}/runs/flow-run/{flow_run_id}"
+
+
 def _fmt(x: float | None, spec: str) -> str:
     return "n/a" if x is None else format(x, spec)
 
@@ -126,7 +181,7 @@ def turn_rows(records: Sequence[TurnRecord]) -> list[dict[str, str]]:
     for r in sorted(records, key=lambda r: r.turn):
         err = r.judge.correctness if r.judge is not None else None
         rows.append({
-            "turn": str(r.turn), "status": r.status.value, "compile": r.compile.status.value if r.compile else "n/a",
+            "turn": str(r.turn), "status": r.status.value + (RECORDED_SUFFIX if _recorded([r]) else ""), "compile": r.compile.status.value if r.compile else "n/a",
             "target instructions": r.target_instruction.value, "speedup": _fmt(r.speedup, ".2f"),
             "max abs error": _fmt(err.max_absolute_error if err else None, ".3g"),
             "reasoning tokens": str(r.usage.reasoning_tokens), "completion tokens": str(r.usage.completion_tokens),
@@ -151,7 +206,19 @@ def trajectory_state(final: TrajectoryRecord, records: Sequence[TurnRecord]) -> 
         name = statuses[-1].value if statuses else final.stop_reason.value.upper()
     best = f"; best speedup {final.best_speedup:.2f}x" if final.best_speedup is not None else ""
     seq = " → ".join(s.value for s in statuses) or "no turn"
-    return outcome(name, f"{final.stop_reason.value} after {final.num_turns} turns: {seq}{best}", final)
+    return outcome(name + (RECORDED_SUFFIX if _recorded(records) else ""),
+                   f"{final.stop_reason.value} after {final.num_turns} turns: {seq}{best}{_recorded_note(records)}",
+                   final)
+
+
+def _recorded(records: Sequence[TurnRecord]) -> list[str]:
+    return [r.judge.recorded.label for r in records if r.judge is not None and r.judge.recorded is not None]
+
+
+def _recorded_note(records: Sequence[TurnRecord]) -> str:
+    """"; N verdicts recorded on X" where verdicts were reused from recorded judgements, else ""."""
+    labels = _recorded(records)
+    return f"; {len(labels)} verdicts recorded on {'; '.join(sorted(set(labels)))}" if labels else ""
 
 
 def campaign_state(summary: CampaignSummary, turns: Sequence[TurnRecord]) -> State:
@@ -160,12 +227,14 @@ def campaign_state(summary: CampaignSummary, turns: Sequence[TurnRecord]) -> Sta
     judged = sum(r.gpu_judged for r in summary.headline)
     name = "PARTIAL" if summary.errors else "NOT_EVALUATED" if not judged and counts else "Completed"
     verdicts = ", ".join(f"{v} {k}" for k, v in counts.most_common())
-    return outcome(name, f"{summary.turns_recorded} turns ({summary.turns_this_run} this run): {verdicts or 'none'}; "
-                   f"{len(summary.errors)} trajectories with errors", summary)
+    return outcome(name, f"{summary.turns_recorded} turns ({summary.turns_this_run} this run): {verdicts or 'none'}"
+                   f"{_recorded_note(turns)}; {len(summary.errors)} trajectories with errors", summary)
 
 
 def publish_headline(summary: CampaignSummary, rows: list[HeadlineRow]) -> None:
-    table = [dict(zip(HEADER, headline_cells(r), strict=True)) for r in rows]
+    """The headline as a table artifact and a Markdown artifact, both on their side (a row per measure, a column
+    per model and architecture, n/d cells): eleven columns side by side showed 8 of 11 in a 1400 px window."""
+    table = headline_columns(rows)
     create_table_artifact(table, key=artifact_key(summary.campaign_id, "headline-table"),
                           description=f"Campaign {summary.campaign_id}: headline table")
     notes = [f"- warehouse: `{summary.warehouse}`",
@@ -176,6 +245,7 @@ def publish_headline(summary: CampaignSummary, rows: list[HeadlineRow]) -> None:
     if summary.errors:
         notes.append(f"- trajectories with errors: {len(summary.errors)} (rerun the campaign to resume them)")
     create_markdown_artifact(
-        f"# Campaign `{summary.campaign_id}`: headline\n\n{summary.headline_markdown}\n\n" + "\n".join(notes),
+        f"# Campaign `{summary.campaign_id}`: headline\n\n{headline_markdown(rows, on_its_side=True)}\n\n"
+        + "\n".join(notes),
         key=artifact_key(summary.campaign_id, "headline"), description="Headline table",
     )

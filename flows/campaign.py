@@ -48,6 +48,7 @@ from .artifacts import (
     StatusArtifact,
     campaign_state,
     campaign_tags,
+    name_this_run_a_resume,
     progress_line,
     publish_headline,
     tag_this_flow_run,
@@ -59,7 +60,13 @@ from .preflight import NEW_ID_HINT, check_same_campaign, preflight_run, same_cam
 from .replay import make_clients, register_warehouse_replays
 from .retrieval import campaign_augmenter, file_notes
 from .runtime import CampaignRuntime, PromptBuilder, assembled_prompt, register_runtime, unregister_runtime
-from .tracking import MlflowTracker, default_tracking_uri, experiment_name, experiment_ui_path
+from .tracking import (
+    MlflowTracker,
+    artifact_root_for,
+    default_tracking_uri,
+    experiment_name,
+    experiment_ui_path,
+)
 from .trajectory import BODY_STARTED, run_name, trajectory_flow
 from .writer import RecordWriter
 
@@ -100,9 +107,7 @@ def warehouse_path(config: CampaignConfig) -> Path:
 def tracking_uri(config: CampaignConfig) -> tuple[str, Path | None]:
     """(tracking URI, artifact root): default sqlite under ./mlruns, artifacts beside the database."""
     uri = config.mlflow_tracking_uri or os.environ.get("PTXBENCH_MLFLOW_URI") or default_tracking_uri()
-    if uri.startswith("sqlite:///"):
-        return uri, Path(uri.removeprefix("sqlite:///")).parent / "artifacts"
-    return uri, None
+    return uri, artifact_root_for(uri)
 
 
 def _git_commit() -> str | None:
@@ -302,9 +307,28 @@ def campaign_flow(config_path: str = "campaigns/demo.yaml", campaign_id: str | N
     for warning in preflight_run(config, warehouse_path(config), config_path, text).warnings:
         log.warning(warning)  # nothing is created before this passes
     notes = file_notes(config, config_path)  # a bad notes file is refused before anything is written
+    if _recorded_before(config):
+        try:
+            name_this_run_a_resume(config.id)
+        except Exception as exc:  # noqa: BLE001 - a name is no reason to stop a campaign
+            log.warning("could not name this flow run as a resume of %s: %s", config.id, str(exc).splitlines()[0])
     summary, turns_all = run_campaign(config, text, plan_campaign(config), judge_plugin, profilers=profilers,
                                       notes=notes)
     return campaign_state(summary, turns_all)  # type: ignore[return-value]
+
+
+def _recorded_before(config: CampaignConfig) -> bool:
+    """Whether the warehouse already holds this campaign (this run resumes it); False when it cannot be read now."""
+    from ptxcore.warehouse import Warehouse, WarehouseError
+
+    path = warehouse_path(config)
+    if not path.is_file():
+        return False
+    try:
+        with Warehouse(path, read_only=True) as wh:
+            return wh.campaign(config.id) is not None
+    except WarehouseError:
+        return False
 
 
 def run_campaign(config: CampaignConfig, text: str, plans: list[TrajectoryPlan], judge_plugin: str | None = None,

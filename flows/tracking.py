@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, RunStatus
+from mlflow.entities import Metric, Param, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
 
 from ptxcore.agent import TrajectoryPlan
@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 TAG_CAMPAIGN = "ptxbench.campaign_id"
 TAG_KIND = "ptxbench.kind"
 TAG_TRAJECTORY = "ptxbench.trajectory_id"
+TAG_RECORDED = "ptxbench.recorded"
+"""On a run (and as `ptxbench.recorded.turn_NN` per turn): where its reused verdicts were measured ("GPU, driver, date");
+absent where every verdict was measured by the campaign's own judge."""
 TAG_INVALID = "ptxbench.invalid_turns"
 """On a trajectory run: its turns invalidated in the warehouse after the fact, `turn: reason; ...`."""
 MARKER_METRIC = "turn"
@@ -56,6 +59,14 @@ def default_tracking_uri(mlruns: Path | None = None) -> str:
     return f"sqlite:///{root / 'mlflow.db'}"
 
 
+def artifact_root_for(tracking_uri: str) -> Path | None:
+    """Where a local store keeps its artifacts: beside a sqlite database (`<db folder>/artifacts`); None for a
+    server (it decides). Without one MLflow would use ./mlruns of whatever the working directory is."""
+    if tracking_uri.startswith("sqlite:///"):
+        return Path(tracking_uri.removeprefix("sqlite:///")).parent / "artifacts"
+    return None
+
+
 def experiment_name(campaign_id: str) -> str:
     return f"ptxbench/{campaign_id}"
 
@@ -68,17 +79,35 @@ def experiment_ui_path(experiment_id: str) -> str:
 
 
 def short_run_names(plans: Iterable[TrajectoryPlan]) -> dict[str, str]:
-    """trajectory id -> a run name of only what varies across the campaign (model, arch, variant, problem,
-    then #index), so names differ within the first characters the runs table shows; the label where that
-    would not be unique."""
+    """trajectory id -> a run name of only what varies across the campaign, the most telling part first (problem,
+    with the words that set it apart from its siblings leading; then variant, model, arch; then #index), so names
+    differ within the first characters the runs table shows; the label where that would not be unique."""
     plans = list(plans)
-    dims = [lambda p: p.model.name, lambda p: p.arch, lambda p: p.prompt_variant, lambda p: p.problem]
-    varying = [d for d in dims if len({d(p) for p in plans}) > 1] or [dims[-1]]
+    problems = lead_with_difference({p.problem for p in plans})
+    dims = [lambda p: problems[p.problem], lambda p: p.prompt_variant, lambda p: p.model.name, lambda p: p.arch]
+    varying = [d for d in dims if len({d(p) for p in plans}) > 1] or [dims[0]]
     indexed = len({p.index for p in plans}) > 1
     names = {p.trajectory_id: " · ".join(d(p) for d in varying) + (f" #{p.index}" if indexed else "") for p in plans}
     if len(set(names.values())) < len(names):
         return {p.trajectory_id: p.label for p in plans}
     return names
+
+
+def lead_with_difference(names: Iterable[str]) -> dict[str, str]:
+    """name -> the same words, those that set it apart from the names sharing its first word leading:
+    {mha_with_lse_d128, mha_with_lse_d128_causal, mha_bwd_d128} -> "with_lse · mha_d128", "with_lse_causal ·
+    mha_d128", "bwd · mha_d128"; a name alone in its family stays as it is."""
+    words = {n: n.split("_") for n in names}
+    families: dict[str, list[str]] = {}
+    for n, w in words.items():
+        families.setdefault(w[0], []).append(n)
+    out = {}
+    for members in families.values():
+        common = set.intersection(*(set(words[n]) for n in members))
+        for n in members:
+            own = [w for w in words[n] if w not in common]
+            out[n] = f"{'_'.join(own)} · {'_'.join(w for w in words[n] if w in common)}" if len(members) > 1 and own else n
+    return out if len(set(out.values())) == len(out) else {n: n for n in words}
 
 
 class MlflowTracker:
@@ -94,6 +123,7 @@ class MlflowTracker:
         exp = self.client.get_experiment_by_name(name)
         if exp is None:
             location = None
+            artifact_root = artifact_root or artifact_root_for(tracking_uri)
             if artifact_root is not None:
                 location = (artifact_root.resolve() / campaign_id).as_uri()
             self.experiment_id = self.client.create_experiment(
@@ -106,6 +136,7 @@ class MlflowTracker:
         self._runs: dict[str, str] = {}
         self._steps: dict[str, set[int]] = {}
         self._invalid_tags: dict[str, str] = {}
+        self._recorded: dict[str, set[str]] = {}
         self._load_runs()
 
     def _load_runs(self) -> None:
@@ -120,6 +151,8 @@ class MlflowTracker:
                     self._runs[tags[TAG_TRAJECTORY]] = run.info.run_id
                     if TAG_INVALID in tags:
                         self._invalid_tags[tags[TAG_TRAJECTORY]] = tags[TAG_INVALID]
+                    if TAG_RECORDED in tags:
+                        self._recorded[run.info.run_id] = set(tags[TAG_RECORDED].split("; "))
             token = page.token
             if not token:
                 return
@@ -180,9 +213,14 @@ class MlflowTracker:
         self.client.log_text(run_id, record.feedback, f"{prefix}/feedback.txt")
         stamp = int(time.time() * 1000)
         metrics = [Metric(k, v, stamp, record.turn) for k, v in step_metrics(record).items()]
-        self.client.log_batch(run_id, metrics=metrics, synchronous=True)
+        self.client.log_batch(run_id, metrics=metrics, tags=_recorded_tags(run_id, record, self._recorded),
+                              synchronous=True)
         self._steps[run_id].add(record.turn)
         return True
+
+    def recorded_sources(self) -> list[str]:
+        """Every recorded-verdict source logged by this tracker (for the campaign run's tag)."""
+        return sorted({label for labels in self._recorded.values() for label in labels})
 
     def mark_invalid_turns(self, invalid: dict[str, dict[int, str]]) -> int:
         """Tag each trajectory run with its invalidated turns (trajectory id -> turn -> reason); a tag whose
@@ -214,7 +252,19 @@ class MlflowTracker:
 
     def finish_campaign(self, headline_markdown: str, metrics: dict[str, float], failed: bool) -> None:
         self.client.log_text(self.parent_run_id, headline_markdown, "headline.md")
+        if self.recorded_sources():
+            self.client.set_tag(self.parent_run_id, TAG_RECORDED, "; ".join(self.recorded_sources()))
         stamp = int(time.time() * 1000)
         self.client.log_batch(self.parent_run_id, metrics=[Metric(k, float(v), stamp, 0) for k, v in metrics.items()])
         self.client.set_terminated(self.parent_run_id,
                                    status=RunStatus.to_string(RunStatus.FAILED if failed else RunStatus.FINISHED))
+
+
+def _recorded_tags(run_id: str, record: TurnRecord, seen: dict[str, set[str]]) -> list[RunTag]:
+    """Tags that say a turn's verdict was reused: `ptxbench.recorded.turn_NN` and the run's `ptxbench.recorded`."""
+    rec = record.judge.recorded if record.judge is not None else None
+    if rec is None:
+        return []
+    labels = seen.setdefault(run_id, set())
+    labels.add(rec.label)
+    return [RunTag(f"{TAG_RECORDED}.turn_{record.turn:02d}", rec.label), RunTag(TAG_RECORDED, "; ".join(sorted(labels)))]

@@ -18,7 +18,7 @@ from ptxcore.judge import InfraFailure, JudgeBackend, is_infrastructure_failure
 from ptxcore.problems import get_problem
 from ptxcore.schema import EvaluationStatus, JudgeResult, Language
 
-from .states import outcome
+from .states import verdict_outcome
 
 
 def retry_on_infra(task: Any, task_run: Any, state: Any) -> bool:
@@ -35,4 +35,5 @@ def judge_kernel(backend: JudgeBackend, source: str, compiled: CompiledCandidate
     result = backend.judge(source, get_problem(problem), get_architecture(arch), compiled=compiled, language=language)
     if result.status is EvaluationStatus.INFRA_ERROR:
         raise InfraFailure(result)
-    return outcome(result.status.value, result.reason or result.status.value, result)  # type: ignore[return-value]
+    return verdict_outcome(result.status.value, result.recorded,  # type: ignore[return-value]
+                           result.reason or result.status.value, result)

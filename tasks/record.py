@@ -9,7 +9,7 @@ from prefect.cache_policies import NO_CACHE
 
 from ptxcore.schema import TurnRecord
 
-from .states import outcome
+from .states import verdict_outcome
 
 
 class TurnSink(Protocol):
@@ -23,5 +23,6 @@ def record_turn(sink: TurnSink, record: TurnRecord, label: str) -> tuple[str, st
     """Returns the turn's key once the writer has committed it; the state is named by the turn's verdict."""
     sink.record_turn(record)
     speed = f", speedup {record.speedup:.2f}x" if record.speedup is not None else ""
-    return outcome(record.status.value, f"turn {record.turn}: {record.status.value}{speed}; "  # type: ignore[return-value]
-                   f"target instructions {record.target_instruction.value}", record.key)
+    recorded = record.judge.recorded if record.judge is not None else None
+    return verdict_outcome(record.status.value, recorded, f"turn {record.turn}: {record.status.value}{speed}; "  # type: ignore[return-value]
+                           f"target instructions {record.target_instruction.value}", record.key)

@@ -1,4 +1,4 @@
-"""Judging on other hosts through Prefect task workers (ARCHITECTURE.md, "Scale-out").
+"""Judging on other hosts through Prefect task workers (docs/architecture.md, "Scale-out").
 
 Every GPU host runs its profiling service and `ptxbench worker --arch ARCH`: a Prefect task worker that
 serves the task `judge-on-<arch>` below and judges with that host's backend (its service URL, its own GPU,

@@ -43,6 +43,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=f"opt-in: needs --run-{marker}"))
 
 
+_WATCHED = (".", "mlruns", "runs")
+"""Folders of the working tree that a test writing outside its temp dirs fills (MLflow's ./mlruns/<id> of a store
+without an artifact root, a campaign's runs/<id>, a report or warehouse in the cwd)."""
+_RUNNER_FILES = frozenset({".pytest_cache", "__pycache__", ".ruff_cache", ".grimp_cache"})
+_BEFORE = pytest.StashKey[set]()
+
+
+def _tree_entries() -> set[str]:
+    return {f"{d}/{p.name}" for d in _WATCHED if (REPO / d).is_dir() for p in (REPO / d).iterdir()
+            if p.name not in _RUNNER_FILES}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_BEFORE] = _tree_entries()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Tests write only under their temp dirs: anything new in the working tree fails the session."""
+    before = session.config.stash.get(_BEFORE, None)
+    if before is None or session.testscollected == 0:
+        return
+    added = sorted(_tree_entries() - before)
+    if added:
+        writer = session.config.get_terminal_writer()
+        writer.line()
+        writer.line(
+            f"tests wrote into the working tree (write under tmp_path instead): {', '.join(added)}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO

@@ -1,4 +1,4 @@
-"""ARCHITECTURE.md's import rules, checked by import-linter against pyproject.toml's contracts."""
+"""docs/architecture.md's import rules, checked by import-linter against pyproject.toml's contracts."""
 
 from __future__ import annotations
 

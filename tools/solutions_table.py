@@ -105,7 +105,7 @@ def environment_line(out: Path) -> str:
         if env.get("gpu_name"):
             return (
                 f"Measured on {env['gpu_name']}, driver {env.get('driver_version', '?')}, "
-                f"CUDA {env.get('cuda_toolkit', '?')} with `ptxbench eval` (defaults of ARCHITECTURE.md)."
+                f"CUDA {env.get('cuda_toolkit', '?')} with `ptxbench eval` (defaults of docs/architecture.md)."
             )
     return "No GPU envelope found: these are not measurements."
 

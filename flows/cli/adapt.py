@@ -49,7 +49,8 @@ def _precheck(ctx, steps: list[str]) -> None:
 def build_command(
     recipe: str = typer.Argument(..., help="Recipe file (campaigns/adapt/*.yaml)."),
     steps: str = typer.Option(None, "--steps", help="Comma-separated steps (select,repair,pairs,notes,reason,export); default all."),
-    warehouse: str = typer.Option(None, "--warehouse", help="DuckDB file with the source campaigns."),
+    warehouse: str = typer.Option(None, "--warehouse", "--db", help="DuckDB file with the source campaigns (default: "
+                                  "the recipe's, else runs/<first source campaign>/warehouse.duckdb)."),
     build_id: str = typer.Option(None, "--build-id", help="Build id (default: the recipe name); rerun to resume."),
     out: str = typer.Option(None, "--out", help="Export folder (default: <warehouse folder>/adapt/<build id>)."),
     profiler: list[str] = typer.Option(None, "--profiler", help="Judge for the repairs: URL, 'prefect' or arch=URL."),
@@ -192,13 +193,30 @@ def _variants_text(variants) -> str:
 @app.command("status")
 @one_line_errors
 def status_command(
-    build_id: str = typer.Argument(..., help="Build id."),
-    warehouse: str = typer.Option(..., "--warehouse", help="DuckDB file."),
+    target: str = typer.Argument(..., help="The recipe file (its build id and warehouse are the defaults, as for "
+                                 "`adapt build`) or a build id (then --warehouse names its file)."),
+    warehouse: str = typer.Option(None, "--warehouse", "--db", help="DuckDB file (default: the recipe's, as for "
+                                  "`adapt build`; --db is the same option)."),
+    build_id: str = typer.Option(None, "--build-id", help="Build id, when it is not the recipe's name."),
 ) -> None:
     """Rows per stage of a build, from its warehouse (read-only)."""
+    from flows.adapt import build_context
     from ptxcore.adapt.store import AdaptStore
     from ptxcore.warehouse import Warehouse
 
+    if Path(target).is_file():
+        try:
+            ctx = build_context(target, warehouse, build_id)
+        except _errors() as exc:
+            raise UserError(str(exc)) from exc
+        build_id, warehouse = ctx.build_id, ctx.warehouse
+    elif warehouse is None:
+        raise UserError(f"{target!r} is not a recipe file: give the recipe (its warehouse is the default) or "
+                        "--warehouse FILE with a build id")
+    else:
+        build_id = build_id or target
+    if not Path(warehouse).is_file():
+        raise UserError(f"no warehouse at {warehouse}")
     try:
         with Warehouse(warehouse, read_only=True) as wh:
             store = AdaptStore(wh, build_id)

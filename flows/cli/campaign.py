@@ -14,6 +14,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from flows.offline import MLFLOW_UI_ENV
+
 from .errors import UserError, fail, one_line_errors
 from .output import console_for
 
@@ -184,7 +186,7 @@ def _mlflow_ui_hint(summary) -> str:
     uri, path = summary.mlflow_tracking_uri, summary.mlflow_ui_path
     if uri.startswith(("http://", "https://")):
         return f"runs at {uri.rstrip('/')}/{path}"
-    return f"`mlflow ui --backend-store-uri {uri}`, then open /{path}"
+    return f"`{MLFLOW_UI_ENV} mlflow ui --backend-store-uri {uri}`, then open /{path}"
 
 
 def _print_summary(summary) -> None:

@@ -4,17 +4,22 @@ the CPU stage of one candidate (a `.py` file is a Triton candidate unless --lang
 from __future__ import annotations
 
 import json
+import re
 
 import typer
-from rich.console import Console
 
 from .errors import kernel_language, one_line_errors, read_text_file
+from .output import console_for
+
+_DYNAMIC_SMEM = re.compile(r"\bextern\b[^;{}]*\b__shared__\b")
+"""`extern __shared__ ... smem[];`: shared memory sized at launch, which ptxas (static sizes only) cannot report."""
 
 
-def compile_payload(compiled) -> dict:
-    """The JSON envelope of the compile command."""
+def compile_payload(compiled, source: str = "") -> dict:  # noqa: ANN001 - CompiledCandidate
+    """The JSON envelope of the compile command (`dynamic_smem`: the source declares launch-sized shared memory)."""
     r = compiled.result
     payload = {
+        "dynamic_smem": bool(_DYNAMIC_SMEM.search(source)),
         "status": r.status.value,
         "reason": r.reason,
         "log": r.log,
@@ -56,7 +61,7 @@ def compile_command(
     get_problem(problem)
     architecture = get_architecture(arch)
     compiled = build_candidate(source, BuildOptions(arch=architecture), language=lang)
-    payload = compile_payload(compiled)
+    payload = compile_payload(compiled, source)
     if as_json:
         typer.echo(json.dumps(payload, indent=1))
     else:
@@ -68,16 +73,17 @@ def compile_command(
 def _print_human(p: dict, arch: str) -> None:
     from rich.markup import escape
 
-    console = Console()
+    console = console_for()  # piped: one line per fact, never an identifier cut at 80 columns
     color = {"COMPILED": "green", "COMPILE_ERROR": "red", "REJECTED": "yellow"}[p["status"]]
     reason = " — " + escape(p["reason"]) if p["reason"] else ""  # a Triton rule is named in [brackets]
     console.print(f"[bold {color}]{p['status']}[/] ({arch}){reason}")
     if p["status"] == "COMPILE_ERROR":
         console.print(p["log"], markup=False, highlight=False)
+    dynamic = " + dynamic (sized at launch)" if p["dynamic_smem"] else ""
     for k in p["resources"]["kernels"]:
         console.print(
-            f"  {k['function']}: {k['registers']} regs, {k['shared_bytes']} B smem, "
-            f"{k['spill_store_bytes']}+{k['spill_load_bytes']} B spills", markup=False
+            f"  {k['function']}: {k['registers']} regs, {k['shared_bytes']} B static smem{dynamic}, "
+            f"{k['spill_store_bytes']}+{k['spill_load_bytes']} B spills", markup=False, highlight=False
         )
     for w in p["resources"]["performance_warnings"]:
         console.print(f"  [yellow]ptxas:[/] {w}")

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from .errors import UserError, kernel_language, one_line_errors, read_text_file
+from .output import console_for
 
 if TYPE_CHECKING:  # imported inside the command: `ptxbench --help` stays fast
     from ptxcore.arch import Architecture
@@ -55,7 +56,7 @@ def eval_command(
     if isinstance(backend, ServiceJudge):  # one command, one verdict: let the client resubmit a lost task
         backend.client.close()
         backend = ServiceJudge(backend.url, retries=3, client_tag=f"eval:{kernel}")
-    err = Console(stderr=True)
+    err = console_for(stderr=True)
     where = "the CPU stages (no GPU)" if isinstance(backend, NoGpuJudge) else backend.name
     with err.status(f"judging {kernel} with {where} ({prob.name})", spinner="dots"):
         result = _judge(backend, source, prob, architecture, workload, server, lang)
@@ -84,7 +85,7 @@ def _judge(backend: JudgeBackend, source: str, problem: Problem, arch: Architect
     except ProfilerRequestError as exc:
         raise UserError(f"{server}: {exc.detail}") from exc
     except ProfilerUnavailable as exc:
-        Console(stderr=True).print(f"error: profiling service {server}: {exc}", markup=False)
+        console_for(stderr=True).print(f"error: profiling service {server}: {exc}", markup=False)
         raise typer.Exit(EXIT_INFRA) from exc
 
 
@@ -92,7 +93,7 @@ def _emit(result: JudgeResult, as_json: bool) -> None:
     if as_json:
         typer.echo(result.model_dump_json(indent=1))
     else:
-        print_summary(result, Console())
+        print_summary(result, console_for())
 
 
 def print_summary(r: JudgeResult, console: Console) -> None:

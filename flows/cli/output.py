@@ -81,9 +81,13 @@ def print_table(t: Table) -> None:
     console_for(t).print(t)
 
 
+NO_VALUE = "n/a"
+"""A cell with nothing to show (a best speedup with no correct turn): said, never left blank."""
+
+
 def fmt_float(x: float | None, digits: int = 3) -> str:
-    """A float rounded for a table ("" for None)."""
-    return "" if x is None else f"{x:.{digits}f}"
+    """A float rounded for a table (NO_VALUE for None)."""
+    return NO_VALUE if x is None else f"{x:.{digits}f}"
 
 
 def echo_json(payload: Any) -> None:

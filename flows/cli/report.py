@@ -68,7 +68,8 @@ def turn_metrics_command(
                                  "definition, k; rates as fractions 0-1, as in the SQL views)."),
     runs: list[str] = typer.Option(None, "--run", help="Restrict to these runs (ids or globs); repeatable."),
 ) -> None:
-    """Turn correctness rates (table: percent) and best speedups at k = 1, 4, 8 per (run, model, arch, definition)."""
+    """Turn correctness rates (table: percent) and best speedups at k = 1, 4, 8 per (run, model, arch, definition);
+    a k beyond the turn budget counts the whole budget, and verdicts reused from recorded judgements are counted."""
     from ptxcore.warehouse import queries as Q
 
     from .output import add_row, fmt_float, print_table, table
@@ -81,12 +82,17 @@ def turn_metrics_command(
         return
     if not rows:
         raise UserError(f"no turns in {db}")
-    t = table(f"turn metrics ({len(rows)} rows; rates in percent, speedups x library)",
-              ("run", "model", "arch", "definition", "k", "trajectories", "correct %", "target %", "best speedup",
-               "target best speedup"), right=("k", "trajectories", "correct %", "target %", "best speedup",
-                                              "target best speedup"))
+    numeric = ("k", "turns counted", "trajectories", "correct %", "target %", "best speedup", "target best speedup",
+               "recorded turns")
+    t = table(f"turn metrics ({len(rows)} rows; rates in percent, speedups x library; n/a: no correct turn)",
+              ("run", "model", "arch", "definition", *numeric), right=numeric)
     for r in rows:
         pct = [fmt_float(100 * r[c], 1) for c in ("turn_correct_rate", "target_turn_correct_rate")]
         best = [fmt_float(r[c], 3) for c in ("best_speedup", "target_best_speedup")]
-        add_row(t, r["run"], r["model"], r["arch"], r["definition"], r["k"], r["n_trajectories"], *pct, *best)
+        add_row(t, r["run"], r["model"], r["arch"], r["definition"], r["k"], r["turns_counted"], r["n_trajectories"],
+                *pct, *best, r["recorded_turns"])
     print_table(t)
+    sources = sorted({s for r in rows if r["recorded_from"] for s in r["recorded_from"].split("; ")})
+    if sources:
+        typer.echo(f"recorded turns: verdicts reused from earlier judgements ({'; '.join(sources)}), not measured in "
+                   "these runs. turns counted: min(k, turn budget).")

@@ -67,6 +67,16 @@ def table_cell(value: Any) -> str:
     return _visible(str(value))
 
 
+def column_cells(values: list[Any]) -> list[str]:
+    """One column's cells: a float zero gets as many decimals as the column's other floats ("0.0000" beside
+    "0.2500", never "0"), so a column of rates reads alike."""
+    cells = [table_cell(v) for v in values]
+    decimals = [len(c.split(".")[1]) for v, c in zip(values, cells, strict=True)
+                if isinstance(v, float) and v != 0 and "." in c and "e" not in c]
+    width = max(decimals, default=1)
+    return [f"{0.0:.{width}f}" if isinstance(v, float) and v == 0 else c for v, c in zip(values, cells, strict=True)]
+
+
 def unique_names(columns: list[str]) -> list[str]:
     """Column names made unique for JSON objects (`a, a` -> `a, a_1`)."""
     seen: set[str] = set()
@@ -125,11 +135,13 @@ def print_table(columns: list[str], rows: Iterator[tuple], max_rows: int) -> Non
     from rich.table import Table
     from rich.text import Text
 
-    shown, total = [], 0
+    raw, total = [], 0
     for row in rows:
         total += 1
-        if len(shown) < max_rows:
-            shown.append([table_cell(v) for v in row])
+        if len(raw) < max_rows:
+            raw.append(row)
+    shown = [list(cells) for cells in zip(*(column_cells([r[i] for r in raw]) for i in range(len(columns))),
+                                          strict=True)] if raw else []
     title = f"{total} rows" + (f" (first {max_rows} shown)" if total > max_rows else "")
     table = Table()
     headers = [_visible(c) for c in columns]

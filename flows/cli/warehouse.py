@@ -59,15 +59,18 @@ def stage(label: str) -> Iterator[None]:
 
 @app.command("import-ptxbench")
 @one_line_errors
-def import_ptxbench(csv: str = typer.Argument(..., help="The authors' per-turn CSV (ptxbench_per_turn.csv)."),
+def import_ptxbench(csv: str = typer.Argument(..., help="The authors' per-turn CSV, plain or .gz (shipped: "
+                                             "data/ptxbench/ptxbench_per_turn.csv.gz)."),
                     db: str = DB_OPTION, as_json: bool = JSON_OPTION) -> None:
     """Import the PTXBench authors' per-turn results: one run (campaign) per exp_dir."""
-    from ptxcore.warehouse.ptxbench_import import import_ptxbench_csv
+    from ptxcore.warehouse.ptxbench_import import import_ptxbench_csv, read_ptxbench_csv
 
     if not Path(csv).is_file():
         raise UserError(f"no such file: {csv}")
-    with warehouse_errors(), stage(f"importing {csv}"), open_warehouse(db, read_only=False) as wh:
-        counts = import_ptxbench_csv(wh, csv)
+    with warehouse_errors(), stage(f"importing {csv}"):
+        parsed = read_ptxbench_csv(csv)  # the whole file is read and checked before the warehouse is touched
+        with open_warehouse(db, read_only=False) as wh:
+            counts = import_ptxbench_csv(wh, csv, parsed)
     if as_json:
         return echo_json({"warehouse": db, **counts})
     typer.echo(f"imported {counts['turns']} turns, {counts['trajectories']} trajectories, {counts['runs']} runs into {db}")

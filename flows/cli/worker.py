@@ -1,6 +1,6 @@
 """`ptxbench worker --arch hopper [--profiler URL] [--limit N]`: a Prefect task worker on a GPU host.
 
-Many hosts (ARCHITECTURE.md, "Scale-out"): each GPU host runs `ptxbench profiler serve` for its own GPUs and
+Many hosts (docs/architecture.md, "Scale-out"): each GPU host runs `ptxbench profiler serve` for its own GPUs and
 this worker, which takes the campaign's `judge-on-<arch>` task runs from the Prefect server at
 PREFECT_API_URL and judges them through the host's service (or, without --profiler, its own GPU). The
 campaign routes an architecture here with `--profiler ARCH=prefect` (`profilers: {ARCH: prefect}`).

@@ -1,11 +1,12 @@
-"""The feedback message of one turn (ARCHITECTURE.md, "Feedback to the model").
+"""The feedback message of one turn (docs/architecture.md, "Feedback to the model").
 
 Status; compiler or runtime errors (trimmed); the ptxas register / shared-memory / spill report; max
 abs/rel error for wrong results; latency and speedup for correct ones; whether the target instructions
-were found. It is built only from the compile result and the judge envelope, so it cannot carry the
-reference implementation's source; seed values that a judge log might mention are redacted. It carries no
-traceback of ours and no host path (`clean_log`): a runtime error reaches the model as its message (and the
-lines of its own kernel.cu the error passed through), never as the judge's Python stack.
+were found. A verdict reused from a recorded GPU judgement says so, with the GPU, driver and date. It is
+built only from the compile result and the judge envelope, so it cannot carry the reference
+implementation's source; seed values that a judge log might mention are redacted. It carries no traceback of
+ours and no host path (`clean_log`): a runtime error reaches the model as its message (and the lines of its own
+kernel.cu the error passed through), never as the judge's Python stack.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ptxcore.schema import (
     CompileStatus,
     EvaluationStatus,
     PtxasResources,
+    RecordedVerdict,
     StaticTarget,
     TargetInstruction,
 )
@@ -28,6 +30,9 @@ _SEED = re.compile(r"(?i)\b(seed)(\s*[=:]\s*|\s+)(-?\d+)")
 _TRACEBACK = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<where>.*))?$')
 _ABS_PATH = re.compile(r"(?<![\w.~-])/(?:[\w.+@-]+/)+(?P<name>[\w.+@-]+)")
+
+RECORDED_MARK = " (recorded)"
+"""Appended to a number's line when it comes from a recorded judgement."""
 
 _TARGET_TEXT = {
     TargetInstruction.EXECUTED: "executed (verified with Nsight Compute)",
@@ -102,6 +107,8 @@ def _target_line(ev: TurnEvaluation, arch: str) -> str:
     if ev.sass is not None and ev.sass.required_families:
         families = f" ({'/'.join(ev.sass.required_families)})"
     text = _TARGET_TEXT[ev.target_instruction]
+    if ev.judge is not None and ev.judge.recorded is not None and ev.target_instruction is TargetInstruction.EXECUTED:
+        text = f"executed (verified with Nsight Compute on {ev.judge.recorded.label}; recorded)"
     if ev.target_instruction is TargetInstruction.UNKNOWN and ev.sass is not None:
         counted = ", ".join(f"{k}={v}" for k, v in sorted(ev.sass.family_counts.items()) if v)
         static = "present" if ev.sass.target_static is StaticTarget.PRESENT else "absent"
@@ -109,19 +116,25 @@ def _target_line(ev: TurnEvaluation, arch: str) -> str:
     return f"Target {arch} instructions{families}: {text}"
 
 
+def recorded_line(rec: RecordedVerdict) -> str:
+    """Says that the verdict below was reused from a recorded GPU judgement, and whose."""
+    return (f"Recorded verdict: reached earlier on {rec.label} for this exact kernel, problem and workload, and "
+            "reused here; no GPU measured anything for this turn.")
+
+
 def _judge_section(ev: TurnEvaluation) -> list[str]:
     judge = ev.judge
     if judge is None:
         return []
-    lines: list[str] = []
+    lines: list[str] = [recorded_line(judge.recorded)] if judge.recorded is not None else []
     if ev.status is EvaluationStatus.NOT_EVALUATED:
         return [f"Not evaluated on a GPU: {judge.reason or 'no GPU judge available'}. "
                 "No correctness or timing is known for this kernel."]
     if ev.status is EvaluationStatus.PASSED and judge.performance is not None:
         p = judge.performance
         lines.append(
-            f"Correct. Latency {p.latency_ms:.4f} ms; baseline {p.reference_latency_ms:.4f} ms; "
-            f"speedup {p.speedup_factor:.3f}x"
+            f"Correct{RECORDED_MARK if judge.recorded else ''}. Latency {p.latency_ms:.4f} ms; "
+            f"baseline {p.reference_latency_ms:.4f} ms; speedup {p.speedup_factor:.3f}x"
         )
     elif judge.correctness is not None and ev.status is not EvaluationStatus.PASSED:
         c = judge.correctness

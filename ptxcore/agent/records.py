@@ -31,7 +31,8 @@ def turn_record(plan: TrajectoryPlan, outcome: TurnOutcome, prompt_sha256: str) 
 
 
 def step_metrics(record: TurnRecord) -> dict[str, float]:
-    """Per-turn metrics (MLflow step = turn). `correct` / `target_executed` only when the verdict is known."""
+    """Per-turn metrics (MLflow step = turn). `correct` / `target_executed` only when the verdict is known, with
+    `recorded_verdict` 1 where that verdict (and the speedup) was reused from a recorded judgement, 0 where measured."""
     status = record.status
     compiled = record.compile is not None and record.compile.status is CompileStatus.COMPILED
     metrics: dict[str, float] = {
@@ -47,6 +48,7 @@ def step_metrics(record: TurnRecord) -> dict[str, float]:
     if status.counts_against_model:  # unknown for NOT_EVALUATED / INFRA_ERROR: not logged
         metrics["correct"] = float(status is EvaluationStatus.PASSED)
         metrics["target_executed"] = float(record.target_instruction is TargetInstruction.EXECUTED)
+        metrics["recorded_verdict"] = float(record.judge is not None and record.judge.recorded is not None)
     if record.speedup is not None:
         metrics["speedup"] = float(record.speedup)
     if record.usage.cost_usd is not None:

@@ -68,10 +68,7 @@ def recorded_source(record: TurnRecord) -> str | None:
     """Where a reused verdict was measured ("GPU, driver, date"), or None for a verdict measured by this
     campaign's judge (JudgeResult.recorded, set by the recorded-verdict judge backend)."""
     rec = record.judge.recorded if record.judge is not None else None
-    if rec is None:
-        return None
-    return ", ".join(x for x in (rec.gpu_name, rec.driver_version and f"driver {rec.driver_version}",
-                                 rec.judged_at[:10]) if x)
+    return rec.label if rec is not None else None
 
 
 def _pct(n: int, d: int, compact: bool = False) -> str:
@@ -146,14 +143,20 @@ def headline_cells(row: HeadlineRow, compact: bool = False) -> list[str]:
         return cells + [f"{pct(0, row.compiled)} ({why})"] + [NOT_JUDGED] * (GPU_COLUMNS - 1)
     mark = _marker(row)
     best = f"{row.best_speedup:.2f}x" if row.best_speedup is not None else NO_TURN
-    return cells + [pct(judged, row.compiled), pct(row.correct, judged) + mark, pct(row.target_correct, judged) + mark,
+    return cells + [pct(judged, row.compiled) + mark, pct(row.correct, judged) + mark,
+                    pct(row.target_correct, judged) + mark,
                     pct(row.trajectories_correct, row.trajectories) + mark if judged else NO_TURN,
                     best + mark if row.best_speedup is not None else best]
 
 
+SOLVED_NOTE = ("\"solved\" (trajectories solved): trajectories with at least one correct (PASSED) turn, at any speedup; "
+               "the target speedup only ends a trajectory early.")
+"""What the solved column counts, printed under every headline that shows it."""
+
+
 def headline_notes(rows: list[HeadlineRow]) -> list[str]:
-    """Sentences under the table: turns nobody judged, and where reused verdicts come from."""
-    notes = []
+    """Sentences under the table: what "solved" counts, turns nobody judged, and where reused verdicts come from."""
+    notes = [SOLVED_NOTE] if any(r.gpu_judged for r in rows) else []
     not_eval = sum(r.not_evaluated for r in rows)
     if not_eval:
         notes.append(f"{not_eval} compiled turns were NOT_EVALUATED: no GPU judge gave a verdict, so they carry no "
@@ -161,15 +164,32 @@ def headline_notes(rows: list[HeadlineRow]) -> list[str]:
     recorded = sum(r.recorded for r in rows)
     if recorded:
         sources = sorted({s for r in rows for s in r.recorded_from})
-        notes.append(f"{recorded} verdicts are {RECORDED}: reused from earlier judgements of the same kernel, problem, "
-                     f"workload and architecture, not measured in this run ({'; '.join(sources)}).")
+        notes.append(f"{recorded} of {sum(r.gpu_judged for r in rows)} GPU verdicts are {RECORDED}: reused from earlier "
+                     "judgements of the same kernel, problem, workload and architecture, not measured in this run "
+                     f"({'; '.join(sources)}).")
     return notes
 
 
-def headline_markdown(rows: list[HeadlineRow]) -> str:
-    """GitHub-style table plus the notes on unjudged turns and reused verdicts."""
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(headline_cells(r)) + " |" for r in rows]
+def headline_columns(rows: list[HeadlineRow]) -> list[dict[str, str]]:
+    """The headline turned on its side for a UI page: one row per measure, one column per (model, arch) ("model ·
+    arch"), compact cells. Eleven measures side by side did not fit Prefect's artifact view at 1400 px."""
+    cells = [headline_cells(r, compact=True) for r in rows]
+    names = [f"{r.model} · {r.arch}" for r in rows]
+    return [{"measure": measure, **{name: c[i] for name, c in zip(names, cells, strict=True)}}
+            for i, measure in enumerate(HEADER) if i >= 2]
+
+
+def headline_markdown(rows: list[HeadlineRow], on_its_side: bool = False) -> str:
+    """GitHub-style table plus the notes on unjudged turns and reused verdicts; `on_its_side`: headline_columns'
+    layout (Prefect's artifact view)."""
+    if on_its_side:
+        table = headline_columns(rows)
+        keys = list(table[0]) if table else ["measure"]
+        lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        lines += ["| " + " | ".join(r[k] for k in keys) + " |" for r in table]
+    else:
+        lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+        lines += ["| " + " | ".join(headline_cells(r)) + " |" for r in rows]
     notes = headline_notes(rows)
     return "\n".join(lines + ([""] + notes if notes else []))
 

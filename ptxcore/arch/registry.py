@@ -1,4 +1,4 @@
-"""The architectures we judge for, with their target SASS families and exclusions (ARCHITECTURE.md)."""
+"""The architectures we judge for, with their target SASS families and exclusions (docs/architecture.md)."""
 
 from __future__ import annotations
 

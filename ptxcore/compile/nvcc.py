@@ -1,4 +1,4 @@
-"""The nvcc build command of ARCHITECTURE.md and the scrubbing of its log for feedback.
+"""The nvcc build command of docs/architecture.md and the scrubbing of its log for feedback.
 
 One build for CPU and GPU hosts: no `-lcuda` (the CPU machines have no libcuda). The GPU host loads the very
 same shared object after preloading libcuda with RTLD_GLOBAL, so driver-API symbols resolve at load time.

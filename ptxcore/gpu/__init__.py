@@ -1,4 +1,4 @@
-"""ptxcore.gpu: the GPU judge (see ARCHITECTURE.md "Evaluation protocol").
+"""ptxcore.gpu: the GPU judge (see docs/architecture.md "Evaluation protocol").
 
 Rooms, named for who runs where:
   pipeline/  the judge's process: the stages of one judgement and the JudgeResult they fold into

@@ -1,4 +1,4 @@
-"""JudgeConfig: the evaluation protocol's knobs (ARCHITECTURE.md "Evaluation protocol"), all recorded."""
+"""JudgeConfig: the evaluation protocol's knobs (docs/architecture.md "Evaluation protocol"), all recorded."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def default_cache_root() -> Path:
 
 
 class JudgeConfig(FrozenModel):
-    """How one candidate is judged. Defaults are the protocol of ARCHITECTURE.md."""
+    """How one candidate is judged. Defaults are the protocol of docs/architecture.md."""
 
     trials: int = Field(default=3, ge=1)
     """Correctness/timing trials, each with fresh seeded inputs and fresh buffers."""

@@ -5,7 +5,9 @@ Definitions (a *group* is one (run, model, arch, definition); `k` is a turn limi
 
 - **n_trajectories**: distinct trajectories of the group that have at least one recorded turn.
 - **turn correctness rate @k** = (correct turns with turn < k, over every trajectory of the group)
-  / (n_trajectories * k). A turn is correct when its status is PASSED.
+  / (n_trajectories * min(k, N)), N the group's turn budget (`turns_counted`): a k beyond the budget counts
+  the whole budget (a 5-turn campaign's k = 8 is its k = 5; every published run has N = 8, so the paper's
+  numbers are unchanged). A turn is correct when its status is PASSED.
 - **target-instruction turn correctness rate @k**: the same, counting only correct turns whose
   target-instruction verdict is `executed` (`not_executed`, `absent` and `unknown` all count as not
   executed).
@@ -68,6 +70,9 @@ class TurnOutcome(FrozenModel):
     """Reasoning tokens of the model call."""
     max_turns: int
     """Turn budget N of the trajectory."""
+    recorded_from: str | None = None
+    """Where its verdict was measured ("GPU, driver, date") when it was reused from a recorded judgement; None
+    when the run's own judge reached it (or no GPU judged it)."""
 
     @property
     def correct(self) -> bool:
@@ -98,7 +103,7 @@ class TurnMetrics(FrozenModel):
     n_trajectories: int
     """Trajectories in the group."""
     turn_correct_rate: float
-    """Correct turns among the first k of every trajectory / (n_trajectories * k), 0..1."""
+    """Correct turns among the first k of every trajectory / (n_trajectories * turns_counted), 0..1."""
     target_turn_correct_rate: float
     """Same, counting only turns whose target instructions executed, 0..1."""
     best_speedup: float | None
@@ -107,6 +112,12 @@ class TurnMetrics(FrozenModel):
     """Best speedup over target-correct turns with turn < k (None when none)."""
     prompt_variant: str | None = None
     """The prompt variant, or None for all variants pooled."""
+    turns_counted: int = 0
+    """min(k, the group's turn budget): turns per trajectory in the denominators."""
+    recorded_turns: int = 0
+    """Turns with turn < k whose verdict was reused from a recorded judgement (not measured in the run)."""
+    recorded_from: str | None = None
+    """Where those verdicts were measured, distinct, "; "-separated; None when there are none."""
 
     def to_json(self) -> dict[str, object]:
         """The object of `ptxbench report turn-metrics --json` (exactly these keys)."""
@@ -114,7 +125,8 @@ class TurnMetrics(FrozenModel):
             "run": self.run, "model": self.model, "arch": self.arch, "definition": self.definition,
             "k": self.k, "n_trajectories": self.n_trajectories, "turn_correct_rate": self.turn_correct_rate,
             "target_turn_correct_rate": self.target_turn_correct_rate, "best_speedup": self.best_speedup,
-            "target_best_speedup": self.target_best_speedup,
+            "target_best_speedup": self.target_best_speedup, "turns_counted": self.turns_counted,
+            "recorded_turns": self.recorded_turns, "recorded_from": self.recorded_from,
         }
 
 
@@ -133,15 +145,18 @@ def _group(outcomes: Iterable[TurnOutcome], by_variant: bool) -> dict[tuple, lis
 def metrics_at(key: tuple, turns: Sequence[TurnOutcome], k: int) -> TurnMetrics:
     """Metrics of one group's turns at turn limit k."""
     n = len({o.trajectory_id for o in turns})
+    counted = min(k, max(o.max_turns for o in turns))
     within = [o for o in turns if o.turn < k]
     correct = [o for o in within if o.correct]
     target = [o for o in correct if o.target_correct]
+    recorded = sorted({o.recorded_from for o in within if o.recorded_from is not None})
     run, model, arch, definition, variant = key
     return TurnMetrics(
         run=run, model=model, arch=arch, definition=definition, k=k, n_trajectories=n,
-        turn_correct_rate=len(correct) / (n * k), target_turn_correct_rate=len(target) / (n * k),
+        turn_correct_rate=len(correct) / (n * counted), target_turn_correct_rate=len(target) / (n * counted),
         best_speedup=_max_or_none(o.speedup for o in correct),
-        target_best_speedup=_max_or_none(o.speedup for o in target), prompt_variant=variant,
+        target_best_speedup=_max_or_none(o.speedup for o in target), prompt_variant=variant, turns_counted=counted,
+        recorded_turns=sum(o.recorded_from is not None for o in within), recorded_from="; ".join(recorded) or None,
     )
 
 

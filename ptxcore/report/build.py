@@ -22,10 +22,13 @@ from . import generalization, plots
 from .render import Figure, ReportDoc, to_html, to_markdown
 from .tables import (
     LEGEND,
+    RECORDED,
     ReportError,
     condition_table,
     correctness_tables,
+    k_label,
     prompt_level_table,
+    recorded_groups,
     speedup_tables,
     status_table,
     unjudged_groups,
@@ -35,11 +38,11 @@ from .tables import (
 log = logging.getLogger(__name__)
 
 DEFINITIONS_NOTE = (
-    "Turn correctness rate @k = correct turns among the first k turns of every trajectory / (trajectories × k); "
-    "target-instruction rate counts only correct turns whose architecture-specific instructions were verified "
-    "to execute (unknown counts as not executed). Best speedup @k = best speedup over those turns. Cells read "
-    "\"target a / b / c (all d / e / f)\" for k = 1 / 4 / 8. "
-    "Trajectories that stopped early keep their unplayed turns in the denominator. " + LEGEND
+    "Turn correctness rate @k = correct turns among the first k turns of every trajectory / (trajectories × k), "
+    "a k beyond the turn budget counting the whole budget; target-instruction rate counts only correct turns whose "
+    "architecture-specific instructions were verified to execute (unknown counts as not executed). Best speedup @k "
+    "= best speedup over those turns. Cells read \"target a / b / c (all d / e / f)\" for the k of the table's "
+    "title. " + LEGEND
 )
 
 STEPS = ("metrics", "tables", "fast_p_inst.png", "fast_p.png", "status_by_turn.png", "transitions.png",
@@ -58,7 +61,25 @@ def _notes(outcomes: Sequence[TurnOutcome]) -> list[str]:
     if unjudged:
         notes.append(f"{unjudged} turns were not evaluated (NOT_EVALUATED: no GPU judge, or INFRA_ERROR); they count "
                      "as played but not correct, so the rates are lower bounds for these runs.")
+    short = _stopped_early(outcomes)
+    if short:
+        notes.append(f"{short} of {len(trajectories)} trajectories ended before their turn budget (the target speedup "
+                     "reached, or the context full); their unplayed turns stay in the denominators.")
+    recorded = [o for o in outcomes if o.recorded_from is not None]
+    if recorded:
+        sources = "; ".join(sorted({o.recorded_from for o in recorded if o.recorded_from}))
+        notes.append(f"{len(recorded)} of {len(outcomes)} turns carry verdicts recorded earlier ({sources}) and reused "
+                     "for the same kernel, problem, workload and architecture: their correctness, speedups and "
+                     f"target evidence were not measured in these runs. Cells resting on them end in \"{RECORDED}\".")
     return notes
+
+
+def _stopped_early(outcomes: Sequence[TurnOutcome]) -> int:
+    played: dict[tuple[str, str], tuple[int, int]] = {}
+    for o in outcomes:
+        n, budget = played.get((o.run, o.trajectory_id), (0, o.max_turns))
+        played[(o.run, o.trajectory_id)] = (max(n, o.turn + 1), budget)
+    return sum(n < budget for n, budget in played.values())
 
 
 class Computed(FrozenModel):
@@ -90,10 +111,12 @@ def build_report(outcomes: Sequence[TurnOutcome], out_dir: Path, title: str,
     c = computed or compute(outcomes)
     metrics, by_variant, bands = c.metrics, c.by_variant, c.bands
     on_step("tables")
-    unjudged = unjudged_groups(outcomes)
-    tables = [*correctness_tables(metrics, unjudged=unjudged), *speedup_tables(metrics, unjudged=unjudged),
-              prompt_level_table(by_variant, unjudged=unjudged), condition_table(metrics, unjudged=unjudged),
-              variant_spread_table(variant_spread(by_variant), unjudged=unjudged), status_table(outcomes)]
+    unjudged, recorded = unjudged_groups(outcomes), recorded_groups(outcomes)
+    marks = {"unjudged": unjudged, "recorded": recorded}
+    tables = [*correctness_tables(metrics, **marks), *speedup_tables(metrics, **marks),
+              prompt_level_table(by_variant, **marks), condition_table(metrics, **marks),
+              variant_spread_table(variant_spread(by_variant), **marks, k_text=k_label(metrics, [8])),
+              status_table(outcomes)]
     figures = [
         ("fast_p_inst.png", "Figure 2 style: Fast_p^Inst per problem, mean over prompt variants with min–max band",
          lambda p: plots.plot_fast_p(bands, p, inst=True, unjudged=unjudged)),
@@ -116,8 +139,9 @@ def build_report(outcomes: Sequence[TurnOutcome], out_dir: Path, title: str,
         on_step(name)
         written.append(draw(out_dir / name))
     on_step("write")
+    suffix = f" ({RECORDED} verdicts: see the notes)" if recorded else ""
     doc = ReportDoc(title=title, notes=_notes(outcomes), tables=tables,
-                    figures=[Figure(file=name, caption=caption) for name, caption, _ in figures])
+                    figures=[Figure(file=name, caption=caption + suffix) for name, caption, _ in figures])
     (out_dir / "report.md").write_text(to_markdown(doc))
     (out_dir / "report.html").write_text(to_html(doc))
     log.info("report for %d turns written to %s", len(outcomes), out_dir)

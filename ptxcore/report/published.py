@@ -1,6 +1,6 @@
 """Which of the authors' published runs (`ptxbench warehouse import-ptxbench`) make the paper's adapt tables.
 
-Run ids are the exp_dir names of ../shared/data/ptxbench_per_turn.csv. The SFT checkpoints were evaluated
+Run ids are the exp_dir names of data/ptxbench/ptxbench_per_turn.csv.gz. The SFT checkpoints were evaluated
 on the five primary Hopper problems with the expert-guided ("MHA-patched") prompts, so their base is
 Qwen3.6-27B's patched MHA runs plus its GEMM run (GEMM has no patched variant). s1's extra runs
 (unpatched MHA, d64 / d96 / GQA generalization) are not part of Tables 8 / 9.

@@ -5,7 +5,7 @@ Why this exists: the PTXBench authors' evaluation runs of the SFT checkpoints s0
 Hopper) hold 20 trajectories: five prompt variants x 4 (their launcher numbers trajectories in config order, four
 per prompt tag, so exp_NNN is variant p{NNN // 4}). The paper's cells are over 12: three variants x 4, and not
 the same three for every problem. Matching every cell of the paper's Tables 8 and 9 against every choice of 3
-of the 5 variants, per problem and model, leaves exactly one choice per problem family (README_adapt.md):
+of the 5 variants, per problem and model, leaves exactly one choice per problem family (docs/adapt-reports.md):
 
     gemm_n7168_k5120                              p0, p1, p4
     mha_with_lse_d128, mha_with_lse_d128_causal   p0, p1, p2

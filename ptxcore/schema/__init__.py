@@ -39,17 +39,19 @@ from .records import (
     SassReport,
     TargetInstructionEvidence,
     TurnRecord,
+    recorded_label,
 )
 from .solution import BuildSpec, Solution, SourceFile
+from .text import exception_line
 from .timing import MeterStatus, TimingAudit, TrialAudit
 from .trace import Correctness, Environment, Evaluation, Performance, Trace
 from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
 
 __all__ = [
-    "SCHEMA_VERSION", "FrozenModel", "text_sha256", "CampaignRecord", "StopReason", "TrajectoryRecord", "AxisConst", "AxisVar", "Definition", "TensorSpec",
+    "SCHEMA_VERSION", "FrozenModel", "text_sha256", "exception_line", "CampaignRecord", "StopReason", "TrajectoryRecord", "AxisConst", "AxisVar", "Definition", "TensorSpec",
     "CAMPAIGN_LANGUAGES", "JUDGED_LANGUAGES", "CampaignLanguage", "JudgedLanguage", "CorrectnessStats", "JudgeCorrectness", "Binding", "CompileStatus", "DType", "EvaluationStatus", "Language", "SandboxMode", "StaticTarget",
     "TargetInstruction", "CompileResult", "EnvironmentInfo", "JudgeResult", "KernelResources",
-    "LLMUsage", "PtxasResources", "RecordedVerdict", "SanitizerSummary", "SassReport", "TargetInstructionEvidence",
+    "LLMUsage", "PtxasResources", "RecordedVerdict", "recorded_label", "SanitizerSummary", "SassReport", "TargetInstructionEvidence",
     "TurnRecord", "BuildSpec", "SourceFile", "Solution", "Correctness", "Environment",
     "Evaluation", "Performance", "Trace", "RandomInput", "SafetensorsInput", "ScalarInput", "Workload",
     "MeterStatus", "TimingAudit", "TrialAudit",

@@ -267,6 +267,16 @@ class RecordedVerdict(FrozenModel):
     judged_at: str
     """When (ISO-8601)."""
 
+    @property
+    def label(self) -> str:
+        """Where and when it was measured, as every surface shows it: "NVIDIA H200, driver 580.159.04, 2026-12-01"."""
+        return recorded_label(self.gpu_name, self.driver_version, self.judged_at)
+
+
+def recorded_label(gpu_name: str | None, driver_version: str | None, judged_at: str | None) -> str:
+    """"GPU, driver D, YYYY-MM-DD" of a recorded verdict (the warehouse view v_turn_outcomes builds the same text)."""
+    return ", ".join(x for x in (gpu_name, driver_version and f"driver {driver_version}", (judged_at or "")[:10]) if x)
+
 
 _CARRIES_CORRECTNESS = frozenset({EvaluationStatus.PASSED, EvaluationStatus.INCORRECT_NUMERICAL})
 _RAN_NOTHING = frozenset({EvaluationStatus.COMPILE_ERROR, EvaluationStatus.NOT_EVALUATED,

@@ -1,4 +1,4 @@
-"""Table definitions of the warehouse (DuckDB). One statement per table; keys as in ARCHITECTURE.md.
+"""Table definitions of the warehouse (DuckDB). One statement per table; keys as in docs/architecture.md.
 
 JSON payloads are stored as VARCHAR (no extension needed to read them back); flattened columns beside
 them are what SQL queries use.

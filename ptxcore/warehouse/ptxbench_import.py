@@ -1,4 +1,5 @@
-"""Import the PTXBench authors' published per-turn results (`ptxbench_per_turn.csv`) into the warehouse.
+"""Import the PTXBench authors' published per-turn results (`ptxbench_per_turn.csv`, shipped compressed as
+data/ptxbench/ptxbench_per_turn.csv.gz; plain and `.gz` files are read alike) into the warehouse.
 
 One run (= one campaign here) per `exp_dir`, named by its last path component. Each CSV row becomes a
 TurnRecord; the row itself is also kept verbatim in `ptxbench_source_turns` (correctness category,
@@ -31,13 +32,15 @@ order, `num_trajectories` (4 in every published config) per prompt tag, so exp_N
 from __future__ import annotations
 
 import csv
+import gzip
 import logging
 import re
+import zlib
 from collections import defaultdict
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 from ptxcore.schema import (
     CampaignRecord,
@@ -171,34 +174,56 @@ def _trajectories(turns: list[TurnRecord]) -> list[TrajectoryRecord]:
     return out
 
 
-def read_ptxbench_csv(path: str) -> tuple[list[TurnRecord], list[dict[str, Any]]]:
-    """Parse the per-turn CSV into TurnRecords and verbatim source rows; errors name file and line."""
+Parsed = tuple[list[TurnRecord], list[dict[str, Any]]]
+"""The TurnRecords of a per-turn file and its rows verbatim."""
+
+
+def _open_text(path: str) -> IO[str]:
+    """The file as UTF-8 text; `.gz` files (the shipped data/ptxbench/ptxbench_per_turn.csv.gz) decompressed."""
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")  # noqa: SIM115 - closed by the caller's `with`
+
+
+def read_ptxbench_csv(path: str) -> Parsed:
+    """Parse the per-turn CSV (plain or gzip-compressed) into TurnRecords and verbatim source rows; errors name the
+    file (and the line where there is one) in one line."""
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            turns, sources = [], []
-            try:
-                missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
-                if missing:
-                    raise PTXBenchImportError(f"{path}: missing columns {', '.join(missing)}")
-                for row in reader:
-                    rec, src = _parse(row, f"{path}:{reader.line_num}")
-                    turns.append(rec)
-                    sources.append(src)
-            except csv.Error as exc:  # a field over csv.field_size_limit(), a NUL byte, a stray quote ...
-                raise PTXBenchImportError(f"{path}:{reader.line_num + 1}: not a valid CSV row: {exc}") from None
+        with _open_text(path) as fh:
+            return _read_rows(csv.DictReader(fh), path)
+    except gzip.BadGzipFile as exc:
+        raise PTXBenchImportError(f"{path}: not a gzip file ({exc})") from None
+    except EOFError:
+        raise PTXBenchImportError(f"{path}: compressed data ends early (a cut download?)") from None
     except UnicodeDecodeError as exc:
-        raise PTXBenchImportError(f"{path}: not UTF-8 text (byte {exc.start} of a chunk)") from None
+        raise PTXBenchImportError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except zlib.error as exc:
+        raise PTXBenchImportError(f"{path}: unreadable: {exc}") from None
     except OSError as exc:
         raise PTXBenchImportError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def _read_rows(reader: csv.DictReader, path: str) -> Parsed:
+    turns, sources = [], []
+    try:
+        missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise PTXBenchImportError(f"{path}: missing columns {', '.join(missing)}")
+        for row in reader:
+            rec, src = _parse(row, f"{path}:{reader.line_num}")
+            turns.append(rec)
+            sources.append(src)
+    except csv.Error as exc:  # a field over csv.field_size_limit(), a NUL byte, a stray quote ...
+        raise PTXBenchImportError(f"{path}:{reader.line_num + 1}: not a valid CSV row: {exc}") from None
     if not turns:
         raise PTXBenchImportError(f"{path}: no rows")
     return turns, sources
 
 
-def import_ptxbench_csv(wh: Warehouse, path: str) -> dict[str, int]:
-    """Import the CSV (idempotent: re-importing replaces the same keys). Returns counts."""
-    turns, sources = read_ptxbench_csv(path)
+def import_ptxbench_csv(wh: Warehouse, path: str, parsed: Parsed | None = None) -> dict[str, int]:
+    """Import the CSV (idempotent: re-importing replaces the same keys). Returns counts. `parsed`: the file already
+    read by read_ptxbench_csv (the CLI reads it before it creates the warehouse, so a bad file writes nothing)."""
+    turns, sources = parsed or read_ptxbench_csv(path)
     trajectories = _trajectories(turns)
     runs = sorted({t.campaign_id for t in turns})
     wh.upsert_campaigns([CampaignRecord(campaign_id=r, name=r) for r in runs])

@@ -13,7 +13,8 @@ from .store import Warehouse, WarehouseError
 
 TURN_METRICS_KEYS = (
     "run", "model", "arch", "definition", "k", "n_trajectories", "turn_correct_rate",
-    "target_turn_correct_rate", "best_speedup", "target_best_speedup",
+    "target_turn_correct_rate", "best_speedup", "target_best_speedup", "turns_counted", "recorded_turns",
+    "recorded_from",
 )
 """Columns of v_turn_metrics, in the order of the turn-metrics JSON objects."""
 
@@ -54,6 +55,7 @@ def turn_outcomes(wh: Warehouse, runs: Sequence[str] | None = None) -> list[Turn
             prompt_variant=r["prompt_variant"], trajectory_id=r["trajectory_id"], turn=r["turn"],
             status=EvaluationStatus(r["status"]), target_instruction=TargetInstruction(r["target_instruction"]),
             speedup=r["speedup"], reasoning_tokens=r["reasoning_tokens"], max_turns=r["max_turns"],
+            recorded_from=r.get("recorded_from"),  # absent from the views of a warehouse last opened read-only
         ))
     return out
 

@@ -61,6 +61,11 @@ def turn_row(rec: TurnRecord, environment_sha256: str) -> dict[str, Any]:
     }
 
 
+def total_stage_seconds(stages: dict[str, float]) -> float:
+    """The judgement's wall time: its `total` stage when it has one (which already spans the others), else the sum."""
+    return float(stages["total"]) if "total" in stages else float(sum(stages.values()))
+
+
 def evaluation_row(rec: TurnRecord, judge: JudgeResult, environment_sha256: str) -> dict[str, Any]:
     """The judge envelope flattened into one `evaluations` row (raw JSON kept for re-judging)."""
     c, p, s = judge.correctness, judge.performance, judge.sanitizer
@@ -83,7 +88,7 @@ def evaluation_row(rec: TurnRecord, judge: JudgeResult, environment_sha256: str)
         "max_shared_bytes": max((k.shared_bytes for k in kernels), default=0) if comp else None,
         "target_instruction": judge.target_instruction.status.value,
         "stage_seconds_json": json.dumps(judge.stage_seconds),
-        "total_stage_s": float(sum(judge.stage_seconds.values())),
+        "total_stage_s": total_stage_seconds(judge.stage_seconds),
         "environment_sha256": environment_sha256, "raw_json": judge.model_dump_json(),
     }
 

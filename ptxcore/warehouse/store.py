@@ -22,7 +22,7 @@ from . import rows as R
 from .adapt_ddl import ADAPT_KEYS
 from .ddl import TABLES, TURN_KEY, WAREHOUSE_SCHEMA_VERSION
 from .invalidation import InvalidationAction, InvalidationSummary, InvalidationTarget, apply_events
-from .views import create_views
+from .views import create_views, current_views
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,8 @@ class Warehouse:
         self._types: dict[str, pa.Schema] = {}
         if not read_only:
             self._create_schema()
+        else:
+            current_views(self._con)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> Warehouse:

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from .store import WarehouseError
+from .views import current_views
 
 ALLOWED_STATEMENTS = (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN)
 """Statement types a user query may have (DuckDB's parser's classification)."""
@@ -135,6 +136,7 @@ def locked_connection(path: str | Path) -> Iterator[duckdb.DuckDBPyConnection]:
     except duckdb.Error as exc:
         raise WarehouseError(f"cannot open {path}: {_first_line(exc)}") from exc
     try:
+        current_views(con)  # before the lockdown: TEMP views of this version's metric definitions
         for statement in LOCKDOWN:
             con.execute(statement)
         yield con

@@ -6,8 +6,10 @@ Views:
 - v_invalid_turns            turns currently invalidated (by turn or by kernel), with reason, actor, time
 - v_turn_outcomes            one row per valid turn (invalidated turns left out, see invalidation.py): run, model, arch, definition, prompt_variant,
                              trajectory_id, turn, status, target_instruction, speedup, reasoning_tokens,
-                             max_turns, correct, target_correct
-- v_turn_metrics             per (run, model, arch, definition, k): the turn-metrics JSON's columns
+                             max_turns, correct, target_correct, recorded_from (where a reused verdict was
+                             measured: "GPU, driver, date"; NULL for a verdict the run reached)
+- v_turn_metrics             per (run, model, arch, definition, k): the turn-metrics JSON's columns (k beyond the
+                             turn budget counts the whole budget: turns_counted = min(k, budget))
 - v_turn_metrics_by_variant  the same per prompt variant
 - v_turn_metrics_variant_spread  mean / min / max across variants of the per-variant rates
 - v_fast_p                   Fast_p and Fast_p^Inst per (run, model, arch, definition, variant, p)
@@ -16,11 +18,16 @@ Views:
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import duckdb
 
 from ptxcore.metrics import FAST_P_GRID, TURN_LIMITS
 
 from .invalidation import V_CURRENT_INVALIDATIONS, V_INVALID_TURNS, VALID_TURN_FILTER
+
+log = logging.getLogger(__name__)
 
 _P_STEPS = 100
 """FAST_P_GRID is i / 100 for i in 0..300; the SQL grid is built the same way (same doubles)."""
@@ -33,20 +40,29 @@ SELECT t.campaign_id AS run, t.model, t.arch, t.problem AS definition, t.prompt_
        COALESCE(t.reasoning_tokens, 0) AS reasoning_tokens,
        COALESCE(tr.max_turns, t.n_recorded) AS max_turns,
        t.status = 'PASSED' AS correct,
-       t.status = 'PASSED' AND t.target_instruction = 'executed' AS target_correct
+       t.status = 'PASSED' AND t.target_instruction = 'executed' AS target_correct,
+       CASE WHEN json_extract_string(e.raw_json, '$.recorded.source') IS NOT NULL THEN concat_ws(', ',
+           NULLIF(json_extract_string(e.raw_json, '$.recorded.gpu_name'), ''),
+           'driver ' || NULLIF(json_extract_string(e.raw_json, '$.recorded.driver_version'), ''),
+           NULLIF(left(json_extract_string(e.raw_json, '$.recorded.judged_at'), 10), '')) END AS recorded_from
 FROM (SELECT *, max(turn) OVER (PARTITION BY campaign_id, trajectory_id) + 1 AS n_recorded FROM turns) t
 LEFT JOIN trajectories tr USING (campaign_id, trajectory_id)
+LEFT JOIN evaluations e USING (campaign_id, trajectory_id, turn)
 WHERE """ + VALID_TURN_FILTER
+"""`recorded_from` is ptxcore.schema.recorded_label of the judge's `recorded` (NULL for a verdict the run reached)."""
 
 _METRICS_SELECT = """
 SELECT run, model, arch, definition, {variant} ks.k AS k,
        count(DISTINCT trajectory_id) AS n_trajectories,
        (count(*) FILTER (WHERE turn < ks.k AND correct))::DOUBLE
-           / (count(DISTINCT trajectory_id) * ks.k)::DOUBLE AS turn_correct_rate,
+           / (count(DISTINCT trajectory_id) * least(ks.k, max(max_turns)))::DOUBLE AS turn_correct_rate,
        (count(*) FILTER (WHERE turn < ks.k AND target_correct))::DOUBLE
-           / (count(DISTINCT trajectory_id) * ks.k)::DOUBLE AS target_turn_correct_rate,
+           / (count(DISTINCT trajectory_id) * least(ks.k, max(max_turns)))::DOUBLE AS target_turn_correct_rate,
        max(speedup) FILTER (WHERE turn < ks.k AND correct) AS best_speedup,
-       max(speedup) FILTER (WHERE turn < ks.k AND target_correct) AS target_best_speedup
+       max(speedup) FILTER (WHERE turn < ks.k AND target_correct) AS target_best_speedup,
+       least(ks.k, max(max_turns))::INTEGER AS turns_counted,
+       count(recorded_from) FILTER (WHERE turn < ks.k) AS recorded_turns,
+       string_agg(DISTINCT recorded_from, '; ' ORDER BY recorded_from) FILTER (WHERE turn < ks.k) AS recorded_from
 FROM v_turn_outcomes CROSS JOIN (SELECT unnest({ks}) AS k) ks
 GROUP BY run, model, arch, definition, {variant} ks.k
 """
@@ -109,7 +125,20 @@ VIEWS = (V_CURRENT_INVALIDATIONS, V_INVALID_TURNS, V_TURN_OUTCOMES, V_TURN_METRI
 """In dependency order."""
 
 
-def create_views(con: Any) -> None:
-    """(Re)create every metric view on a DuckDB connection."""
+def create_views(con: Any, temporary: bool = False) -> None:
+    """(Re)create every metric view on a DuckDB connection; `temporary`: as TEMP views of this connection only
+    (a read-only connection, whose file may hold the views of an older version), which shadow the stored ones."""
     for ddl in VIEWS:
-        con.execute(ddl)
+        con.execute(ddl.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1) if temporary else ddl)
+
+
+def current_views(con: Any) -> bool:
+    """On a read-only connection: this version's views as TEMP views, so that reading an older warehouse never
+    uses older metric definitions. A file too old for them (a table missing) keeps its own; returns which."""
+    try:
+        create_views(con, temporary=True)
+    except duckdb.Error as exc:
+        log.warning("metric views of this version do not apply to this warehouse (%s); using its stored views",
+                    str(exc).splitlines()[0])
+        return False
+    return True

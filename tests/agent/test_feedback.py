@@ -1,4 +1,4 @@
-"""Feedback per ARCHITECTURE.md: status, trimmed errors, ptxas report, errors or timing, target instructions."""
+"""Feedback per docs/architecture.md: status, trimmed errors, ptxas report, errors or timing, target instructions."""
 
 from ptxcore.agent import format_feedback
 from ptxcore.agent.evaluation import fold_evaluation
@@ -106,3 +106,24 @@ def test_unjudged_languages_are_not_evaluated_rather_than_compile_errors():
     verdict = language_verdict(Language.TILELANG)
     assert verdict is not None and verdict.status is EvaluationStatus.NOT_EVALUATED
     assert verdict.compile is None and verdict.speedup is None
+
+
+def test_a_recorded_verdict_says_whose_it_is_wherever_a_number_appears():
+    """feedback.txt of a reused H200 verdict read "Correct. Latency 0.8288 ms … verified with Nsight Compute", as if
+    measured in this run."""
+    from ptxcore.schema import RecordedVerdict
+
+    rec = RecordedVerdict(source="campaigns/recorded/h200", trace_sha256="ef" * 32, gpu_name="NVIDIA H200",
+                          driver_version="580.159.04", judged_at="2026-12-01T11:50:45+00:00")
+    j = judge(EvaluationStatus.PASSED, performance=Performance(latency_ms=0.8288, reference_latency_ms=0.75,
+                                                               speedup_factor=0.905),
+              target_instruction=TargetInstructionEvidence(status=TargetInstruction.EXECUTED), recorded=rec)
+    lines = format_feedback(fold_evaluation(compiled(), sass(), j), "hopper").splitlines()
+    assert lines[0] == "Status: PASSED"
+    assert lines[1] == ("Recorded verdict: reached earlier on NVIDIA H200, driver 580.159.04, 2026-12-01 for this "
+                        "exact kernel, problem and workload, and reused here; no GPU measured anything for this turn.")
+    assert lines[2].startswith("Correct (recorded). Latency 0.8288 ms")
+    assert lines[-1] == ("Target hopper instructions (gmma/tma): executed (verified with Nsight Compute on NVIDIA H200, "
+                         "driver 580.159.04, 2026-12-01; recorded)")
+    measured = format_feedback(fold_evaluation(compiled(), sass(), j.model_copy(update={"recorded": None})), "hopper")
+    assert "recorded" not in measured.lower()

@@ -22,7 +22,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .ui_checks import Shots, check_mlflow_landing, check_mlflow_runs, check_prefect
+from .ui_checks import (
+    Shots,
+    check_headline_fits,
+    check_mlflow_landing,
+    check_mlflow_link,
+    check_mlflow_recorded,
+    check_mlflow_runs,
+    check_prefect,
+    check_prefect_recorded_and_resume,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -33,6 +42,7 @@ CLI = "from flows.cli.main import app; app()"
 BIN = Path(sys.executable).parent
 PROBLEMS = ["gemm_n7168_k5120", "mha_with_lse_d128"]
 CAMPAIGN_ID = "uidemo"
+RECORDED = Path(__file__).resolve().parents[2] / "campaigns" / "recorded" / "h200"
 CAMPAIGN = f"""\
 name: {CAMPAIGN_ID}
 description: The demo on two problems, two turns (browser test).
@@ -43,6 +53,7 @@ problems: [{", ".join(PROBLEMS)}]
 prompt_variants: [hopper-pack]
 trajectories: 1
 turns: 2
+recorded_verdicts: {RECORDED}
 """
 WAIT_MS = 90_000  # a page of a UI on a loaded 2-core machine
 
@@ -120,7 +131,13 @@ def demo_run(prefect_ui, work, repo_root, compile_cache_dir):
                          env=_env(PREFECT_API_URL=f"{prefect_ui}/api", PREFECT_HOME=str(work / "client-home"),
                                   PTXBENCH_CACHE_DIR=str(compile_cache_dir)))
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    print(f"\nbrowser: demo campaign {time.monotonic() - t0:.0f} s")
+    again = subprocess.run([sys.executable, "-c", CLI, "campaign", "run", str(cfg), "--warehouse",  # a resume
+                            str(work / "wh.duckdb"), "--mlflow-uri", mlflow_uri],
+                           cwd=repo_root, capture_output=True, text=True, timeout=1500,
+                           env=_env(PREFECT_API_URL=f"{prefect_ui}/api", PREFECT_HOME=str(work / "client-home"),
+                                    PTXBENCH_CACHE_DIR=str(compile_cache_dir)))
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    print(f"\nbrowser: demo campaign and its resume {time.monotonic() - t0:.0f} s")
     return mlflow_uri
 
 
@@ -173,3 +190,19 @@ def test_mlflow_ui_shows_the_trajectory_runs_and_their_metrics(mlflow_ui, demo_r
 
 def test_mlflow_experiment_opens_on_its_runs_in_the_model_training_view(mlflow_ui, demo_run, page, shots):
     check_mlflow_landing(page, mlflow_ui, demo_run, CAMPAIGN_ID, shots)
+
+
+def test_prefect_shows_recorded_verdicts_and_names_the_resume(prefect_ui, demo_run, page, shots):
+    check_prefect_recorded_and_resume(page, prefect_ui, CAMPAIGN_ID, shots)
+
+
+def test_the_headline_artifact_shows_every_column_at_1400_px(prefect_ui, demo_run, page, shots):
+    check_headline_fits(page, prefect_ui, CAMPAIGN_ID, shots, width=1400)
+
+
+def test_the_printed_mlflow_link_opens_the_runs_in_a_fresh_browser(mlflow_ui, demo_run, page, shots):
+    check_mlflow_link(page, mlflow_ui, demo_run, CAMPAIGN_ID, shots)
+
+
+def test_mlflow_names_recorded_verdicts_and_run_names_are_not_cut(mlflow_ui, demo_run, page, shots):
+    check_mlflow_recorded(page, mlflow_ui, demo_run, CAMPAIGN_ID, shots)

@@ -78,3 +78,20 @@ def test_a_build_whose_repairs_nothing_can_judge_stops_with_one_line(tmp_path):
     errors = [ln for ln in r.output.splitlines() if ln.startswith("error: ")]
     assert len(errors) == 1 and "nothing can judge the repairs here" in errors[0], r.output
     assert "select: 1 of 1 source turns selected" in r.output and "repair:" not in r.output
+
+
+def test_status_takes_the_recipe_and_its_defaults_like_build(tmp_path, monkeypatch):
+    """`campaign status ID` has a default warehouse; `adapt status` required --warehouse. Now the recipe gives
+    the build id and the warehouse, as for `adapt build`; a bare build id needs --warehouse (one line says so)."""
+    monkeypatch.chdir(tmp_path)
+    recipe = str(REPO / "campaigns" / "adapt" / "demo-kernelgen.yaml")
+    _one_line_error(invoke("adapt", "status", recipe), "no warehouse at",
+                    str(tmp_path / "runs" / "demo" / "warehouse.duckdb"))
+    db = tmp_path / "runs" / "demo" / "warehouse.duckdb"
+    db.parent.mkdir(parents=True)
+    with Warehouse(db) as wh:
+        wh.upsert_campaign(CampaignRecord(campaign_id="demo", name="demo", config_yaml="", config_sha256=""))
+    _one_line_error(invoke("adapt", "status", recipe), "no build 'demo-kernelgen' in", "warehouse.duckdb")
+    _one_line_error(invoke("adapt", "status", "demo-kernelgen"), "'demo-kernelgen' is not a recipe file",
+                    "--warehouse")
+    _one_line_error(invoke("adapt", "status", "demo-kernelgen", "--db", str(db)), "no build 'demo-kernelgen'")

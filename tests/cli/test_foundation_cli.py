@@ -45,6 +45,23 @@ def test_compile_example_json_envelope(repo_root):
     assert env["resources"]["kernels"][0]["registers"] > 0
 
 
+def test_compile_piped_never_cuts_an_identifier_and_names_dynamic_shared_memory(repo_root):
+    """Piped, the mangled kernel name was folded at 80 columns, and a TMA kernel whose shared memory is all dynamic
+    read "0 B smem"."""
+    r = invoke("compile", str(repo_root / "solutions" / "gemm_n7168_k5120" / "wgmma_tma_ws.cu"), "-p",
+               "gemm_n7168_k5120")
+    assert r.exit_code == 0, r.output
+    (line,) = [ln for ln in r.stdout.splitlines() if " regs, " in ln]
+    name = line.strip().split(":")[0]
+    assert name.startswith("_Z") and len(line) > 80  # one line, however long
+    assert " B static smem + dynamic (sized at launch), " in line
+    env = json.loads(invoke("compile", str(repo_root / "solutions" / "gemm_n7168_k5120" / "wgmma_tma_ws.cu"), "-p",
+                            "gemm_n7168_k5120", "--json").stdout)
+    assert env["dynamic_smem"] is True and env["resources"]["kernels"][0]["function"] == name
+    plain = invoke("compile", str(repo_root / "examples" / "gemm_cuda_core.cu"), "-p", "gemm_n7168_k5120")
+    assert " B static smem, " in plain.stdout and "dynamic" not in plain.stdout
+
+
 def test_compile_rejected_and_error_exit_codes(fixtures_dir):
     r = invoke("compile", str(fixtures_dir / "kernels" / "cublas_include.cu"), "-p", "gemm_n7168_k5120", "--json")
     assert r.exit_code == 1 and json.loads(r.stdout)["status"] == "REJECTED"

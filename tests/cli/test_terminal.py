@@ -95,10 +95,14 @@ def test_recorded_verdicts_are_marked(tmp_path):
         return rec.model_copy(update={"judge": rec.judge.model_copy(update={"recorded": reused})})
 
     md = headline_markdown(headline_rows([recorded(0), recorded(1)], [trajectory(campaign="rec")]))
-    assert "| 2/2 (100%) recorded | 2/2 (100%) recorded | 1/1 (100%) recorded | 0.91x recorded |" in md
-    assert "2 verdicts are recorded: reused from earlier judgements" in md and "NVIDIA H200, driver 580.65, 2026-11-28" in md
+    # every GPU column says so, "GPU-judged" too (it counts verdicts nobody measured in this run)
+    assert ("| 2/2 (100%) recorded | 2/2 (100%) recorded | 2/2 (100%) recorded | 1/1 (100%) recorded "
+            "| 0.91x recorded |") in md
+    assert "2 of 2 GPU verdicts are recorded: reused from earlier judgements" in md
+    assert "NVIDIA H200, driver 580.65, 2026-11-28" in md
+    assert '"solved" (trajectories solved): trajectories with at least one correct (PASSED) turn, at any speedup' in md
     mixed = headline_markdown(headline_rows([recorded(0), full_turn(campaign="rec", trajectory="t0", turn=1)]))
-    assert "2/2 (100%) (1 recorded)" in mixed
+    assert "| 2/2 (100%) (1 recorded) | 2/2 (100%) (1 recorded) |" in mixed
 
 
 def test_status_of_a_missing_campaign_is_one_line(cpu_campaign):

@@ -24,6 +24,7 @@ from ptxcore.schema import (
     JudgeResult,
     Language,
     Performance,
+    RecordedVerdict,
     TargetInstruction,
     TargetInstructionEvidence,
 )
@@ -72,3 +73,17 @@ class FakeJudge:
 
 def fake_judge(arch: str) -> FakeJudge:
     return FakeJudge(arch)
+
+
+H200_RECORDING = RecordedVerdict(source="campaigns/recorded/h200", trace_sha256="ef" * 32, gpu_name="NVIDIA H200",
+                                 driver_version="580.159.04", judged_at="2026-12-01T11:50:45+00:00")
+"""Where the demo's reused verdicts come from (label "NVIDIA H200, driver 580.159.04, 2026-12-01")."""
+
+
+def reused_pass(problem: str, recorded: RecordedVerdict | None = H200_RECORDING, speedup: float = 0.9056) -> JudgeResult:
+    """A PASSED envelope (target executed), reused from a recording unless `recorded` is None."""
+    return JudgeResult(status=EvaluationStatus.PASSED, definition=problem, arch="hopper",
+                       correctness=JudgeCorrectness(), recorded=recorded,
+                       performance=Performance(latency_ms=0.75 / speedup, reference_latency_ms=0.75,
+                                               speedup_factor=speedup),
+                       target_instruction=TargetInstructionEvidence(status=TargetInstruction.EXECUTED))

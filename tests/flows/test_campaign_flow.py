@@ -61,9 +61,24 @@ def test_campaign_end_to_end_then_resume_without_duplicates(flow_env):
 
     again = run(flow_env, "e2e", judge_plugin=FAKE)
     assert again.turns_this_run == 0 and again.trajectories_run == 0 and again.turns_recorded == 6
+    _check_resume_is_named_and_linked()
     with Warehouse(summary.warehouse, read_only=True) as wh:
         assert [(t.key, t.created_at) for t in wh.turns("e2e")] == [(t.key, t.created_at) for t in turns]
     _check_mlflow_matches(flow_env["mlflow_uri"], "e2e", turns)
+
+
+def _check_resume_is_named_and_linked():
+    """A resumed campaign run had the first run's name: now "campaign e2e · resume 1", with an artifact linking the
+    first run."""
+    from flows.artifacts import _campaign_runs
+
+    with get_client(sync_client=True) as client:
+        first, resumed = _campaign_runs(client, "e2e")
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[resumed.id])))
+    assert (first.name, resumed.name) == ("campaign e2e", "campaign e2e · resume 1")
+    (note,) = [a for a in artifacts if a.key == "e2e-resume"]
+    assert f"/runs/flow-run/{first.id})" in note.data and "[campaign e2e]" in note.data
 
 
 def _check_mlflow_matches(uri, campaign_id, turns):

@@ -90,3 +90,40 @@ def test_reconciliation_leaves_invalidated_turns_out_and_tags_the_run(tmp_path, 
     client, run = runs()
     assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "turn")) == [0, 1, 2]
     assert "ptxbench.invalid_turns" not in run.data.tags
+
+
+def test_a_tracker_without_an_artifact_root_keeps_artifacts_beside_its_database(tmp_path, monkeypatch):
+    """MLflow's default artifact location is ./mlruns of the working directory: the tracker never uses it."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
+    (tmp_path / "store").mkdir()
+    tracker = MlflowTracker(uri, "wroot")
+    tracker.start_campaign({"name": "wroot"}, "name: wroot\n")
+    tracker.log_turn(PLAN, turn(0))
+    assert not (cwd / "mlruns").exists()
+    assert list((tmp_path / "store" / "artifacts" / "wroot").rglob("feedback.txt"))
+
+
+def test_a_recorded_verdict_is_tagged_on_its_run_and_turn(tmp_path):
+    """MLflow showed `correct=1`, `speedup=0.9056` of reused verdicts with nothing saying so."""
+    from .fakes import H200_RECORDING as rec
+    from .fakes import reused_pass
+
+    judge = reused_pass(PLAN.problem)
+    reused = turn(1).model_copy(update={"status": EvaluationStatus.PASSED, "judge": judge, "speedup": 0.9056})
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = MlflowTracker(uri, "wrec")
+    tracker.start_campaign({"name": "wrec"}, "name: wrec\n")
+    tracker.log_turn(PLAN, turn(0))
+    tracker.log_turn(PLAN, reused)
+    tracker.finish_campaign("| headline |", {}, failed=False)
+    client = MlflowClient(uri)
+    run = client.get_run(tracker.trajectory_run(PLAN))
+    assert run.data.tags["ptxbench.recorded"] == rec.label == "NVIDIA H200, driver 580.159.04, 2026-12-01"
+    assert run.data.tags["ptxbench.recorded.turn_01"] == rec.label and "ptxbench.recorded.turn_00" not in run.data.tags
+    assert [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "recorded_verdict")] == [(0, 0.0), (1, 1.0)]
+    assert client.get_run(tracker.parent_run_id).data.tags["ptxbench.recorded"] == rec.label
+    again = MlflowTracker(uri, "wrec")  # a resumed campaign finds the sources it tagged
+    assert again.recorded_sources() == [rec.label]

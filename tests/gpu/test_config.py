@@ -1,4 +1,4 @@
-"""JudgeConfig carries the protocol defaults of ARCHITECTURE.md; tolerances come from the problem."""
+"""JudgeConfig carries the protocol defaults of docs/architecture.md; tolerances come from the problem."""
 
 from __future__ import annotations
 

@@ -42,6 +42,18 @@ def test_no_gpu_runs_cpu_stages_and_says_so(compile_cache_dir):
     assert "no GPU is available" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_piped_eval_output_never_cuts_a_path_or_a_name(compile_cache_dir, tmp_path):
+    """Piped (as in `ptxbench eval ... | cat`), the summary and the "no GPU" message were folded at 80 columns."""
+    deep = tmp_path / ("a_folder_with_a_name_long_enough_to_push_the_path_past_eighty_columns" * 2)
+    deep.mkdir()
+    kernel = deep / "02_gemm_tma_with_a_long_file_name.cu"
+    kernel.write_text((CONTROLS / "02_gemm_tma.cu").read_text())
+    r = _eval([str(kernel), "--problem", "gemm_n7168_k5120"], compile_cache_dir)
+    assert r.returncode == 3, r.stderr
+    (line,) = [ln for ln in r.stderr.splitlines() if "no GPU is available" in ln]
+    assert f"({kernel} compiled)" in line and line.endswith("need a GPU host")
+
+
 def test_bad_input_is_one_line(tmp_path):
     r = _eval([str(CONTROLS / "02_gemm_tma.cu"), "--problem", "no_such_problem"], tmp_path)
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "no_such_problem" in r.stderr

@@ -66,8 +66,8 @@ def _probe(host: Host, repo: Path, *args: str, timeout_s: float = 120) -> dict:
 
 
 def _start_gpu_host(gpu: Host, repo: Path, api: str, shared: Path) -> None:
-    """The GPU host's two services, as its operator would start them (README "Many GPU hosts"); the worker finds
-    the service's per-start token in the token directory they share (as one user's home on a real host)."""
+    """The GPU host's two services, as its operator would start them (docs/gpu-host.md, "Many GPU hosts"); the worker
+    finds the service's per-start token in the token directory they share (as one user's home on a real host)."""
     tokens = {"PTXBENCH_PROFILER_TOKEN_DIR": str(gpu.root / "profiler-tokens")}
     gpu.popen("profiler", [sys.executable, "-c", CLI, "profiler", "serve", "--gpus", "0", "--fake", "--port", "8765",
                            "--runner-args", json.dumps({"eval_s": FAKE_EVAL_S}), "--work-dir",

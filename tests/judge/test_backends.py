@@ -156,3 +156,45 @@ def test_the_service_backend_sends_the_language_only_when_not_cuda():
     j.judge("src", PROBLEM, HOPPER)
     assert bodies[0]["language"] == "triton" and bodies[0]["source"] == TRITON_SOLUTION
     assert "language" not in bodies[1]  # a CUDA request is what it was before the field existed
+
+
+RECORDED = Path(__file__).resolve().parents[2] / "campaigns" / "recorded" / "h200"
+
+
+def _recorded_source(status: str) -> str:
+    """The kernel of the demo's GEMM turn whose H200 verdict was `status` (its source from the recorded folder)."""
+    from ptxcore.problems.traceset import read_traced_verdicts
+    from ptxcore.schema import Solution, text_sha256
+
+    (hit,) = [v for v in read_traced_verdicts(RECORDED)
+              if v.trace.definition == PROBLEM.name and v.trace.evaluation.status.value == status]
+    for path in (RECORDED / "solutions").rglob(f"{hit.trace.solution}.json"):
+        source = Solution.model_validate_json(path.read_text()).sources[0].content
+        assert text_sha256(source) == hit.kernel_sha256
+        return source
+    raise AssertionError(f"no solution {hit.trace.solution}")
+
+
+def test_a_recorded_runtime_error_gives_the_exception_as_its_reason():
+    """The recorded trace keeps the log, whose first line is "Traceback (most recent call last):"; the reason (in
+    evaluations.reason, the judge task's state message and the model's feedback) is the exception's own line."""
+    from ptxcore.judge.backends.recorded import RecordedJudge
+
+    source = _recorded_source("RUNTIME_ERROR")
+    built = candidate(StaticTarget.PRESENT)
+    compiled = CompiledCandidate(built.result.model_copy(update={"duration_s": 51.7}), None, built.sass)
+    r = RecordedJudge.open(str(RECORDED), "hopper").judge(source, PROBLEM, HOPPER, compiled)
+    assert r.status is EvaluationStatus.RUNTIME_ERROR and r.recorded is not None
+    assert r.reason == "RuntimeError: cuTensorMapEncodeTiled failed with code 1"
+    assert r.log.startswith("Traceback (most recent call last):")  # the whole log stays for the feedback
+    assert r.recorded.label == "NVIDIA H200, driver 580.159.04, 2026-12-01"
+    # stage times are this judgement's: the CPU stage's 51.7 s build happened elsewhere (compile.duration_s)
+    assert set(r.stage_seconds) == {"total"} and r.stage_seconds["total"] < 51.7
+    assert r.compile is not None and r.compile.duration_s == 51.7
+
+
+def test_a_no_gpu_judgement_of_a_given_build_times_only_itself():
+    built = candidate(StaticTarget.PRESENT)
+    compiled = CompiledCandidate(built.result.model_copy(update={"duration_s": 51.7}), None, built.sass)
+    r = NoGpuJudge().judge("src", PROBLEM, HOPPER, compiled)
+    assert set(r.stage_seconds) == {"total"} and r.stage_seconds["total"] < 1.0

@@ -108,4 +108,21 @@ def test_turn_limit_must_be_positive():
 def test_json_keys_are_exact():
     (m,) = turn_metrics(CASE, ks=(1,))
     assert list(m.to_json()) == ["run", "model", "arch", "definition", "k", "n_trajectories", "turn_correct_rate",
-                                 "target_turn_correct_rate", "best_speedup", "target_best_speedup"]
+                                 "target_turn_correct_rate", "best_speedup", "target_best_speedup", "turns_counted",
+                                 "recorded_turns", "recorded_from"]
+
+
+def test_a_turn_limit_beyond_the_budget_counts_the_whole_budget():
+    """A 4-turn campaign has no 8th turn: its k = 8 is its k = 4 (5 correct of 2 x 4, not of 2 x 8), as a
+    5-turn demo's k = 8 is its k = 5."""
+    m = by_k(turn_metrics(CASE, ks=(4, 8)))
+    assert (m[8].turn_correct_rate, m[8].target_turn_correct_rate, m[8].turns_counted) == (0.625, 0.375, 4)
+    assert m[8].model_dump(exclude={"k"}) == m[4].model_dump(exclude={"k"})
+
+
+def test_recorded_verdicts_are_counted_per_turn_limit():
+    label = "NVIDIA H200, driver 580.159.04, 2026-12-01"
+    case = [c.model_copy(update={"recorded_from": label}) if c.turn == 1 else c for c in CASE]
+    m = by_k(turn_metrics(case, ks=(1, 2)))
+    assert (m[1].recorded_turns, m[1].recorded_from) == (0, None)
+    assert (m[2].recorded_turns, m[2].recorded_from) == (2, label)

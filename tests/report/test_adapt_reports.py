@@ -1,7 +1,7 @@
 """Adapt reports on the authors' published runs: Tables 8 / 9 (with the paper's trajectory subset), Table 4,
 Figure 15; Table 10 from manifests; the CLI and its one-line errors.
 
-What is checked against what (see ptxcore/report/README_adapt.md):
+What is checked against what (see docs/adapt-reports.md):
 - the paper: every cell of its Tables 8 and 9 for s0-s6 (rates at k = 1 / 4 / 8 with and without the target-
   instruction condition, target best speedups) and the retrieval rows of Table 4, transcribed below from a stored
   copy of the paper, against our tables with `--trajectories paper`; the differences are listed and each is a turn
@@ -75,7 +75,7 @@ PAPER_TABLE9 = {
 # its rows for base Qwen3.6-27B and "+ retrieved repair notes" are empty.
 PAPER_TABLE4_ORACLE = (["-/29.2/29.2", "-/20.8/27.1", "-/14.6/18.8", "-/20.8/33.3"],
                        ["-/29.2/29.2", "-/20.8/27.1", "-/14.6/20.8", "-/25.0/37.5"])
-# Where we differ from the paper (and why: ptxcore/report/README_adapt.md). Each is a target-instruction rate, the
+# Where we differ from the paper (and why: docs/adapt-reports.md). Each is a target-instruction rate, the
 # all-turn rates agree: the per-turn file marks one more correct turn as target-executing than the paper counts, and
 # the authors' own aggregate (arch_instruction_correctness_by_release_date.csv) agrees with the paper there.
 KNOWN_TABLE8_DIFFERENCES = {("s1", "mha_bwd_d128_causal", "target"): ("-/2.1/4.2", "-/2.1/5.2")}

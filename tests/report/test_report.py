@@ -55,7 +55,7 @@ def test_report_on_published_excerpt(excerpt_db, tmp_path):
     md = (tmp_path / "report.md").read_text()
     assert "### Turn correctness rate, % (k = 1 / 4 / 8) — blackwell" in md
     assert "| Claude Opus 4.8 | target 25.0 / 64.6 / 80.2 (all 75.0 / 81.2 / 88.5) |" in md
-    assert "### Best speedup (k = 1 / 4 / 8) — hopper" in md and "by prompt variant" in md and "by condition" in md
+    assert "### Best speedup (k = 1 / 4 / 8) — hopper" in md and "by prompt variant" in md and "per model, mean over problems" in md
     html = (tmp_path / "report.html").read_text()
     assert html.count("<table>") == md.count("\n### ") and '<img src="fast_p_inst.png"' in html
     for name in EXPECTED_FILES - {"report.md", "report.html"}:
@@ -89,6 +89,32 @@ def test_report_on_our_own_campaign_with_unjudged_turns(tmp_path):
     assert "| replay/demo | target 50.0 / 37.5 / 18.8 (all 50.0 / 37.5 / 18.8) | n/e |" in md
     assert '"n/e": not evaluated' in md
     assert "3 turns were not evaluated" in md
+
+
+def test_a_five_turn_campaign_with_recorded_verdicts_says_what_it_counts(tmp_path):
+    """The demo's shape: 5-turn trajectories that never stop early, GPU verdicts reused from an H200 recording.
+    k = 8 counts the 5 turns (not 8 slots), nothing speaks of stopping early, every cell says "recorded", and the
+    per-model table is headed by the model."""
+    from ptxcore.schema import RecordedVerdict
+
+    rec = RecordedVerdict(source="campaigns/recorded/h200", trace_sha256="ef" * 32, gpu_name="NVIDIA H200",
+                          driver_version="580.159.04", judged_at="2026-12-01T11:50:45+00:00")
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.upsert_trajectories([trajectory(trajectory_id="t0", max_turns=5)])
+        base = full_turn(trajectory="t0")
+        wh.upsert_turns([full_turn(trajectory="t0", turn=n, judge=base.judge.model_copy(update={"recorded": rec}))
+                         for n in range(5)])
+        outcomes = Q.turn_outcomes(wh, ["c1"])
+    build_report(outcomes, tmp_path / "rep", "demo")
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "### Turn correctness rate, % (k = 1 / 4 / 8 = all 5 turns) — hopper" in md
+    assert "| replay/demo | target 100.0 / 100.0 / 100.0 (all 100.0 / 100.0 / 100.0) recorded |" in md
+    assert "stopped early" not in md and "ended before their turn budget" not in md
+    assert "5 of 5 turns carry verdicts recorded earlier (NVIDIA H200, driver 580.159.04, 2026-12-01)" in md
+    assert "| model | arch | gemm_n7168_k5120 | mean |" in md and "| condition |" not in md
+    assert "| model | arch | turns | PASSED | recorded verdicts |" in md
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert html.count("recorded") >= md.count("recorded")
 
 
 def test_empty_selection_is_refused(tmp_path):

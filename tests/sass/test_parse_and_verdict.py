@@ -1,4 +1,4 @@
-"""SASS text parsing and static family verdicts, including the exclusions of ARCHITECTURE.md."""
+"""SASS text parsing and static family verdicts, including the exclusions of docs/architecture.md."""
 
 from __future__ import annotations
 

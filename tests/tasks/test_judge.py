@@ -59,6 +59,24 @@ def test_judge_task_body_raises_on_infra_error_only():
         judge_kernel.fn(Backend(EvaluationStatus.INFRA_ERROR), "src", c, PROBLEM.name, "hopper", label="x")
 
 
+def test_a_recorded_verdict_names_itself_in_the_state():
+    """Prefect's judge task state read `PASSED` for a verdict nobody measured in this run."""
+    from ptxcore.schema import RecordedVerdict
+
+    rec = RecordedVerdict(source="campaigns/recorded/h200", trace_sha256="ef" * 32, gpu_name="NVIDIA H200",
+                          driver_version="580.159.04", judged_at="2026-12-01T11:50:45+00:00")
+
+    class Reused(Backend):
+        def judge(self, *args, **kw):
+            return super().judge(*args, **kw).model_copy(update={"recorded": rec})
+
+    state = judge_kernel.fn(Reused(EvaluationStatus.INCORRECT_NUMERICAL), "src", candidate(StaticTarget.PRESENT),
+                            PROBLEM.name, "hopper", label="x")
+    assert state.name == "INCORRECT_NUMERICAL (recorded)"
+    assert state.message == "recorded on NVIDIA H200, driver 580.159.04, 2026-12-01, not measured in this run: why"
+    assert value(state).recorded == rec
+
+
 def test_judge_task_carries_the_language_to_the_backend():
     backend = Backend(EvaluationStatus.INCORRECT_NUMERICAL)
     judge_kernel.fn(backend, "src", candidate(StaticTarget.PRESENT), PROBLEM.name, "hopper", label="x")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -95,11 +94,13 @@ REPO = Path(__file__).resolve().parents[2]
 EXCERPT_CSV = REPO / "tests" / "fixtures" / "data" / "ptxbench_per_turn_excerpt.csv"
 
 
+SHIPPED_GZ = REPO / "data" / "ptxbench" / "ptxbench_per_turn.csv.gz"
+"""The authors' per-turn results, shipped compressed with their notice (data/ptxbench/)."""
+
+
 def full_csv_path():
-    """The published per-turn CSV outside the repository (../shared/data), or None (clean CI clones)."""
-    base = Path(os.environ.get("PTXBENCH_SHARED_DATA", REPO.parent / "shared" / "data"))
-    path = base / "ptxbench_per_turn.csv"
-    return path if path.is_file() else None
+    """The published per-turn results: the shipped compressed copy (every clone has it)."""
+    return SHIPPED_GZ
 
 
 @pytest.fixture(scope="session")
@@ -115,12 +116,10 @@ def excerpt_db(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def full_db(tmp_path_factory):
-    """A warehouse holding all 13,674 published turns; skips where the CSV is absent."""
+    """A warehouse holding all 13,674 published turns (from the shipped compressed copy)."""
     from ptxcore.warehouse.ptxbench_import import import_ptxbench_csv
 
     csv_path = full_csv_path()
-    if csv_path is None:
-        pytest.skip("../shared/data/ptxbench_per_turn.csv not present (clean clone)")
     path = tmp_path_factory.mktemp("full") / "w.duckdb"
     with Warehouse(path) as w:
         import_ptxbench_csv(w, str(csv_path))

@@ -46,6 +46,8 @@ def test_import_turn_metrics_sql_and_export(tmp_path):
     assert {r["run"] for r in only} == {"opus48-gemm", "opus48-b200-gemm", "opus48-b200-mha-d128-causal"}
     table = invoke("report", "turn-metrics", "--db", db)
     assert table.exit_code == 0 and "turn metrics (30 rows" in table.stdout and "88.5" in table.stdout
+    with_none = [x for x in rows if x["best_speedup"] is None]
+    assert with_none and " n/a " in table.stdout  # a best speedup with no correct turn is said, never blank
 
     r = invoke("sql", "SELECT status, count(*) AS n FROM turns GROUP BY 1 ORDER BY 1", "--db", db, "--json")
     assert r.exit_code == 0, r.output

@@ -153,3 +153,58 @@ def test_pinned_cells_on_full_published_data(full_db):
         assert wh.sql("SELECT count(*), count(DISTINCT campaign_id) FROM turns")[1] == [(13674, 105)]
         assert wh.sql("SELECT count(*) FROM turns WHERE status = 'PASSED'")[1] == [(1894,)]
         assert wh.sql("SELECT count(*) FROM turns WHERE target_instruction = 'executed'")[1] == [(1433,)]
+
+
+# -- the shipped compressed copy (data/ptxbench/) and hostile compressed inputs ---------------------------------
+
+
+def _cli(*args: str):
+    from typer.testing import CliRunner
+
+    from flows.cli.main import app
+
+    return CliRunner().invoke(app, ["warehouse", "import-ptxbench", *args])
+
+
+def _gz(tmp_path, name: str, data: bytes):
+    p = tmp_path / name
+    p.write_bytes(data)
+    return str(p)
+
+
+@pytest.mark.parametrize(("name", "make", "needle"), [
+    ("plain.csv.gz", lambda: b"model,arch\nM,hopper\n", "not a gzip file"),
+    ("cut.csv.gz", lambda: __import__("gzip").compress((HEADER + "\n" + "".join(ROW.format(
+        t=0, n=n, rt=1, c="Correct", s=1.0, tag="H", cwa=1) + "\n" for n in range(50))).encode())[:-40],
+     "compressed data ends early"),
+    ("binary.csv.gz", lambda: __import__("gzip").compress(b"\xff\xfe\x00garbage" * 100), "not UTF-8 text"),
+    ("empty.csv.gz", lambda: __import__("gzip").compress(b""), "missing columns"),
+])
+def test_a_bad_compressed_file_is_one_line_and_writes_no_warehouse(tmp_path, name, make, needle):
+    db = tmp_path / "w.duckdb"
+    r = _cli(_gz(tmp_path, name, make()), "--db", str(db))
+    assert r.exit_code == 2, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert lines[-1].startswith("error: ") and name in lines[-1] and needle in lines[-1], r.output
+    assert "Traceback" not in r.output
+    assert not db.exists()  # refused before the warehouse was created
+
+
+def test_a_bad_plain_csv_writes_no_warehouse_either(tmp_path):
+    db = tmp_path / "w.duckdb"
+    r = _cli(_csv(tmp_path, ROW.format(t=0, n="x", rt=1, c="Correct", s=0, tag="", cwa=0)), "--db", str(db))
+    assert r.exit_code == 2 and "in.csv:2: bad turn 'x'" in r.output and not db.exists()
+
+
+def test_the_shipped_copy_is_the_published_file():
+    """data/ptxbench/ptxbench_per_turn.csv.gz decompresses to the authors' file (sha256 of data/ptxbench/README.md)."""
+    import gzip
+    import hashlib
+
+    from .conftest import SHIPPED_GZ
+
+    digest = hashlib.sha256(gzip.decompress(SHIPPED_GZ.read_bytes())).hexdigest()
+    assert digest == "7345616b56f9a864aafeea5a56c9a3f81d4e5086ac8012d7ebb1857a9492e17a"
+    assert digest in (SHIPPED_GZ.parent / "README.md").read_text()
+    assert "Apache License" in (SHIPPED_GZ.parent / "LICENSE").read_text()
+    assert "Copyright 2026 PTXBench contributors" in (SHIPPED_GZ.parent / "NOTICE").read_text()

@@ -186,6 +186,14 @@ def test_large_results_stream_and_the_table_counts_every_row(dbs):
     assert [x["i"] for x in json.loads(r.stdout)] == list(range(5000))
 
 
+def test_a_zero_reads_like_the_rest_of_its_column(dbs):
+    """`0` beside `0.2500` read as a different kind of value: a zero gets the column's decimals."""
+    r = sql(dbs / "a.duckdb", "SELECT x FROM (VALUES (0.0::DOUBLE), (0.25::DOUBLE), (0.4::DOUBLE)) t(x) ORDER BY x")
+    assert r.exit_code == 0, r.output
+    cells = [ln.strip("│ ") for ln in r.stdout.splitlines() if ln.startswith("│")]
+    assert cells == ["0.0000", "0.2500", "0.4000"]
+
+
 @pytest.mark.parametrize(("x", "text"), [
     (1.23456789, "1.235"), (0.0123456, "0.01235"), (1234567.89, "1234568"), (0.0, "0"), (-2.5, "-2.500"),
     (1e-7, "1.000e-07"), (float("nan"), "NaN"), (float("-inf"), "-inf"), (100.0, "100.0"),

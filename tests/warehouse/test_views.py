@@ -7,6 +7,7 @@ import pytest
 
 from ptxcore import metrics as M
 from ptxcore.schema import EvaluationStatus as S
+from ptxcore.schema import RecordedVerdict
 from ptxcore.schema import TargetInstruction as T
 from ptxcore.warehouse import Warehouse
 from ptxcore.warehouse import queries as Q
@@ -30,7 +31,9 @@ def test_views_on_hand_case(wh):
     assert sorted(rows) == [1, 4, 8]
     assert (rows[1]["turn_correct_rate"], rows[1]["best_speedup"], rows[1]["target_best_speedup"]) == (0.5, 0.2, None)
     assert (rows[4]["turn_correct_rate"], rows[4]["target_turn_correct_rate"]) == (0.625, 0.375)
-    assert (rows[8]["turn_correct_rate"], rows[8]["target_turn_correct_rate"]) == (5 / 16, 3 / 16)
+    # budget 4: k = 8 counts the whole budget, so it equals k = 4 (2 trajectories x 4 turns in the denominator)
+    assert (rows[8]["turn_correct_rate"], rows[8]["target_turn_correct_rate"], rows[8]["turns_counted"]) == (
+        0.625, 0.375, 4)
     outcomes = Q.turn_outcomes(wh)
     assert Q.turn_metrics_sql(wh) == M.turn_metrics(outcomes)
     assert Q.turn_metrics_sql(wh, by_variant=True) == M.turn_metrics(outcomes, by_variant=True)
@@ -73,3 +76,38 @@ def test_sql_equals_python_on_excerpt(excerpt_db):
 @pytest.mark.slow
 def test_sql_equals_python_on_full_published_data(full_db):
     assert _assert_sql_equals_python(full_db) == 13674
+
+
+def _recorded(driver: str | None = "580.159.04") -> RecordedVerdict:
+    return RecordedVerdict(source="campaigns/recorded/h200", trace_sha256="ef" * 32, gpu_name="NVIDIA H200",
+                           driver_version=driver, judged_at="2026-12-01T11:50:45+00:00")
+
+
+def test_recorded_verdicts_are_named_in_the_outcomes_and_the_metrics(wh):
+    """The view builds the same "GPU, driver, date" as the schema; a measured verdict has none."""
+    measured = full_turn(trajectory="m")
+    reused = [full_turn(trajectory=f"r{i}", judge=measured.judge.model_copy(update={"recorded": rec}))
+              for i, rec in enumerate((_recorded(), _recorded(driver=None)))]
+    wh.upsert_turns([measured, *reused])
+    got = {o.trajectory_id: o.recorded_from for o in Q.turn_outcomes(wh)}
+    assert got == {"m": None, "r0": _recorded().label, "r1": _recorded(driver=None).label}
+    assert got["r1"] == "NVIDIA H200, 2026-12-01"
+    rows = {r["k"]: r for r in Q.turn_metrics_json(wh)}
+    assert rows[1]["recorded_turns"] == 2
+    assert rows[1]["recorded_from"] == "; ".join(sorted([_recorded().label, _recorded(driver=None).label]))
+    assert Q.turn_metrics_sql(wh) == M.turn_metrics(Q.turn_outcomes(wh))
+
+
+def test_a_read_only_reader_uses_this_versions_views(tmp_path):
+    """A warehouse whose stored views are older (here: a view dropped and replaced by a stale one) is read with the
+    current definitions: read-only connections create them as TEMP views."""
+    import duckdb
+
+    path = tmp_path / "old.duckdb"
+    with Warehouse(path) as wh:
+        wh.upsert_turns([full_turn()])
+    con = duckdb.connect(str(path))
+    con.execute("CREATE OR REPLACE VIEW v_turn_metrics AS SELECT 'stale' AS run")
+    con.close()
+    with Warehouse(path, read_only=True) as wh:
+        assert {r["run"] for r in Q.turn_metrics_json(wh)} == {"c1"}

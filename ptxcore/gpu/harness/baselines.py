@@ -1,4 +1,4 @@
-"""The frontier-library reference implementations (ARCHITECTURE.md "Where each GPU library serves").
+"""The frontier-library reference implementations (docs/architecture.md "Where each GPU library serves").
 
 Each baseline takes the inputs by name and returns the outputs by name (value-returning; the harness
 copies them into destination buffers outside the timed window). Keys are the extension's

@@ -51,7 +51,7 @@ from ptxcore.gpu.pipeline.verdicts import (
     timing_verdict,
     work_verdict,
 )
-from ptxcore.schema import EvaluationStatus, MeterStatus, TimingAudit, TrialAudit
+from ptxcore.schema import EvaluationStatus, MeterStatus, TimingAudit, TrialAudit, exception_line
 
 if TYPE_CHECKING:
     from ptxcore.gpu.harness.l2 import L2Flusher
@@ -303,4 +303,4 @@ def _call_error(exc: CallFailed) -> str:
     fixed = {"load": "loading the module", "bind": "mapping buffers", "launches": "reading the launch report",
              "timings": "reading the CUPTI records"}
     where = fixed.get(rec.phase, f"{rec.phase} call {rec.index} of trial {rec.trial}")
-    return f"error while {where}: {exc.error}"
+    return f"error while {where}: {exception_line(exc.error)}"

@@ -24,7 +24,8 @@ NO_GPU_REASON = ("no GPU is available on this machine: only the CPU stages ran (
 
 
 class NoGpuJudge:
-    """Every compiled turn is NOT_EVALUATED; `reason` says why no GPU judged it."""
+    """Every compiled turn is NOT_EVALUATED; `reason` says why no GPU judged it. Stage times are this judgement's
+    own (`build` only when it built the candidate itself; the CPU stage's build time is in `compile.duration_s`)."""
 
     def __init__(self, reason: str = NO_GPU_REASON, config: JudgeConfig | None = None) -> None:
         self.name = "none"
@@ -34,8 +35,10 @@ class NoGpuJudge:
     def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
               workload_uuid: str | None = None, language: Language = Language.CUDA) -> JudgeResult:
         started = time.monotonic()
-        if compiled is None:
+        stages: dict[str, float] = {}
+        if compiled is None:  # a build made here is a stage of this judgement; a given one was the CPU stage's
             compiled = self._compile(source, arch, language)
+            stages["build"] = round(time.monotonic() - started, 6)
         res = compiled.result
         status = res.verdict or EvaluationStatus.NOT_EVALUATED
         reason = res.reason if res.verdict is not None else self.reason
@@ -44,7 +47,7 @@ class NoGpuJudge:
         return JudgeResult(
             status=status, reason=reason, definition=problem.name, workload_uuid=problem.workload(workload_uuid).uuid,
             arch=arch.key, target_instruction=evidence, compile=res, sass=compiled.sass,
-            stage_seconds={"build": res.duration_s, "total": round(time.monotonic() - started, 6)},
+            stage_seconds={**stages, "total": round(time.monotonic() - started, 6)},
             log=res.log if status is EvaluationStatus.COMPILE_ERROR else "",
         )
 

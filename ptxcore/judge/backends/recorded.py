@@ -10,6 +10,7 @@ recorded for it.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,11 +20,13 @@ from ptxcore.problems.traceset import TracedVerdict, read_traced_verdicts
 from ptxcore.schema import (
     CorrectnessStats,
     EnvironmentInfo,
+    EvaluationStatus,
     JudgeCorrectness,
     JudgeResult,
     Language,
     RecordedVerdict,
     TargetInstructionEvidence,
+    exception_line,
     text_sha256,
 )
 
@@ -60,6 +63,7 @@ class RecordedJudge:
 
     def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
               workload_uuid: str | None = None, language: Language = Language.CUDA) -> JudgeResult:
+        started = time.monotonic()
         cpu = self._cpu.judge(source, problem, arch, compiled=compiled, workload_uuid=workload_uuid,
                               language=language)
         if cpu.compile is not None and cpu.compile.verdict is not None:
@@ -67,10 +71,13 @@ class RecordedJudge:
         hit = self.verdicts.get((text_sha256(source), problem.name, str(cpu.workload_uuid), arch.key))
         if hit is None:
             return cpu
-        return _reused(hit, cpu, self.root)
+        return _reused(hit, cpu, self.root, started)
 
 
-def _reused(hit: TracedVerdict, cpu: JudgeResult, root: Path) -> JudgeResult:
+def _reused(hit: TracedVerdict, cpu: JudgeResult, root: Path, started: float) -> JudgeResult:
+    """The recorded verdict in this judgement's envelope. Its reason is the exception's own line of the recorded
+    log (a trace keeps the log, not the reason); its stage times are this judgement's (the CPU stages and the
+    look-up; the trace does not keep the GPU host's)."""
     ev, env = hit.trace.evaluation, hit.trace.evaluation.environment
     libs = dict(env.libs)
     facts = {k: libs.pop(k, "") for k in ("driver", "cuda", "torch", "env_stream_ids", "trial_medians_ms",
@@ -89,9 +96,10 @@ def _reused(hit: TracedVerdict, cpu: JudgeResult, root: Path) -> JudgeResult:
     target: TargetInstructionEvidence = hit.target_instruction
     recorded = RecordedVerdict(source=str(root), trace_sha256=hit.trace_sha256, gpu_name=env.hardware,
                                driver_version=facts["driver"] or None, judged_at=ev.timestamp)
-    first_line = (ev.log.splitlines() or [""])[0][:300]
+    passed = ev.status is EvaluationStatus.PASSED
     return JudgeResult(
-        status=ev.status, reason=first_line if ev.status.value != "PASSED" else "", definition=cpu.definition,
+        status=ev.status, reason="" if passed else exception_line(ev.log), definition=cpu.definition,
         workload_uuid=cpu.workload_uuid, arch=cpu.arch, correctness=correctness, performance=ev.performance,
         target_instruction=target, compile=cpu.compile, sass=cpu.sass, environment=environment,
-        stage_seconds=cpu.stage_seconds, log=ev.log if ev.status.value != "PASSED" else "", recorded=recorded)
+        stage_seconds={**cpu.stage_seconds, "total": round(time.monotonic() - started, 6)},
+        log="" if passed else ev.log, recorded=recorded)
