@@ -18,10 +18,11 @@ class ArbitrationOutcome(StrEnum):
     """What the float64 recomputation said about the disputed elements."""
 
     KERNEL_EXACT = "kernel_exact"
-    """Every disputed element of the kernel is within tolerance of float64: the library was the inexact one, and
-    the disputed elements count as matched."""
+    """Every element of the recomputed slices (the disputed ones included) of the kernel is within tolerance of
+    float64: the library was the inexact one, and the disputed elements count as matched."""
     KERNEL_INEXACT = "kernel_inexact"
-    """Some disputed element of the kernel is outside tolerance of float64 (or NaN): the mismatch stands."""
+    """Some element of the kernel in the recomputed slices is outside tolerance of float64 (or NaN): the mismatch
+    stands."""
     NOT_ARBITRATED = "not_arbitrated"
     """Not recomputed (too many disputed elements or slices, no slicing rule, a reference failure): the
     comparison against the library stands."""
@@ -61,6 +62,10 @@ class OutputArbitration(FrozenModel):
     """Largest |kernel - float64| over every element of the recomputed slices (None: not recomputed)."""
     slice_library_max_abs_error: float | None = Field(default=None, ge=0.0)
     """Largest |library - float64| over the same slices."""
+    slice_kernel_mismatches: int | None = Field(default=None, ge=0)
+    """Elements of the recomputed slices where the kernel is outside tolerance of float64 (the ruling's count)."""
+    slice_elements: int | None = Field(default=None, ge=0)
+    """Elements in the recomputed slices."""
 
 
 class Arbitration(FrozenModel):
