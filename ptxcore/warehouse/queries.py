@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ptxcore.metrics import FastPBand, FastPPoint, TurnMetrics, TurnOutcome, VariantSpread
-from ptxcore.schema import EvaluationStatus, TargetInstruction
+from ptxcore.schema import EvaluationStatus, TargetInstruction, TargetWork
 
 from .store import Warehouse, WarehouseError
 
@@ -54,6 +54,7 @@ def turn_outcomes(wh: Warehouse, runs: Sequence[str] | None = None) -> list[Turn
             prompt_variant=r["prompt_variant"], trajectory_id=r["trajectory_id"], turn=r["turn"],
             status=EvaluationStatus(r["status"]), target_instruction=TargetInstruction(r["target_instruction"]),
             speedup=r["speedup"], reasoning_tokens=r["reasoning_tokens"], max_turns=r["max_turns"],
+            target_work=TargetWork(r["target_work"]),
         ))
     return out
 
