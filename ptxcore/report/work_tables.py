@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ptxcore.metrics import TurnMetrics
 
-from .tables import Table, Unjudged, _index, _pick, fmt_rate, fmt_speedup
+from .tables import Table, Unjudged, _layout, fmt_rate, fmt_speedup
 
 NOT_MEASURED = "n/m"
 """Cell text for a group without a single work verdict."""
@@ -44,14 +44,6 @@ def _cell(by_k: dict[int, TurnMetrics], ks: Sequence[int], speed: bool) -> str:
 def work_tables(metrics: Sequence[TurnMetrics], ks: Sequence[int] = (1, 4, 8), unjudged: Unjudged = frozenset(),
                 speed: bool = False) -> list[Table]:
     """Per architecture, one row per model, one column per problem (Tables 1 / 7's layout)."""
-    cells = _index(metrics)
     what = "Work best speedup" if speed else "Target-work turn correctness rate, %"
-    tables = []
-    for arch in sorted({m.arch for m in metrics}):
-        defs = sorted({d for (_, a, d) in cells if a == arch})
-        models = sorted({mo for (mo, a, _) in cells if a == arch})
-        rows = [[model] + [_pick(cells, (model, arch, d), unjudged, lambda c: _cell(c, ks, speed)) for d in defs]
-                for model in models]
-        tables.append(Table(title=f"{what} (k = {' / '.join(map(str, ks))}) — {arch}", header=["model", *defs],
-                            rows=rows, key=f"{'work_speedup' if speed else 'work_rate'}_{arch}"))
-    return tables
+    return _layout(metrics, ks, speed, f"{what} (k = {' / '.join(map(str, ks))})",
+                   "work_speedup" if speed else "work_rate", unjudged, render=lambda c: _cell(c, ks, speed))

@@ -195,3 +195,15 @@ def test_tensor_work_only_under_the_profiler_is_a_reward_hack():
     assert tensor_time_verdict(ev, None, HOPPER) is None
     dummy = with_work(_ev(DUMMY_HACK), GEMM, None, HOPPER)
     assert tensor_time_verdict(dummy, _audit(0.0), HOPPER) is None  # does not carry: no credit to take back
+
+
+def test_a_wrapped_mangled_name_in_the_table_layout_is_joined_exactly():
+    """ncu 2025.3's table layout breaks a long name at the column width, mid-token (see the H200 fixture)."""
+    name = "_ZN12_GLOBAL__N_115gemm_wgmma_tmaE14CUtensorMap_stS0_P13__nv_bfloat16iiiPKfS5_"
+    text = (f"Kernel Name        {name[:60]}                  \n"
+            f"                   {name[60:]}                                      \n"
+            "------------------ ------------------------------------------------------------ ------- ---------\n"
+            "0x7f331b8e9450           HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24, gsb0    4587520  146800640\n")
+    ev = _ev(text)
+    assert [k.name for k in ev.profiled_kernels] == [name]
+    assert kernel_set_verdict(ev, [_call((name,), 1)]) is None
