@@ -207,3 +207,30 @@ def test_a_wrapped_mangled_name_in_the_table_layout_is_joined_exactly():
     ev = _ev(text)
     assert [k.name for k in ev.profiled_kernels] == [name]
     assert kernel_set_verdict(ev, [_call((name,), 1)]) is None
+
+
+def test_ptxbench_eval_prints_the_work_share_and_the_arbitration():
+    import io
+
+    from rich.console import Console
+
+    from flows.cli.eval import print_summary
+    from ptxcore.schema import (
+        Arbitration,
+        ArbitrationOutcome,
+        JudgeCorrectness,
+        JudgeResult,
+        Performance,
+    )
+
+    ev = with_work(_ev(DUMMY_HACK), GEMM, None, HOPPER)
+    arb = Arbitration(outcome=ArbitrationOutcome.KERNEL_EXACT, atol=0.01, rtol=0.01, inexact=["library"], reason="x")
+    r = JudgeResult(status=EvaluationStatus.PASSED, definition=GEMM.name, arch="hopper", target_instruction=ev,
+                    correctness=JudgeCorrectness(arbitrations=[arb]),
+                    performance=Performance(latency_ms=1.0, reference_latency_ms=0.8, speedup_factor=0.8))
+    out = io.StringIO()
+    print_summary(r, Console(file=out, width=400))
+    text = out.getvalue()
+    assert "target instructions: executed" in text
+    assert "target work: does_not_carry (2.72e-08 of 601,295,421,440 FLOPs, threshold 0.5)" in text
+    assert "arbitration (float64): kernel_exact; inexact: library" in text
