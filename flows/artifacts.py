@@ -175,6 +175,13 @@ def _fmt(x: float | None, spec: str) -> str:
     return "n/a" if x is None else format(x, spec)
 
 
+def _work(r: TurnRecord) -> str:
+    """The target-work verdict with the FLOPs share where measured, e.g. `carries (1.00)`."""
+    work = r.judge.target_instruction.work if r.judge is not None else None
+    share = f" ({work.flops_share:.3g})" if work is not None and work.flops_share is not None else ""
+    return r.target_work.value + share
+
+
 def turn_rows(records: Sequence[TurnRecord]) -> list[dict[str, str]]:
     """One row per turn: verdict, build, target instructions, error or speedup, tokens, first feedback line."""
     rows = []
@@ -182,7 +189,8 @@ def turn_rows(records: Sequence[TurnRecord]) -> list[dict[str, str]]:
         err = r.judge.correctness if r.judge is not None else None
         rows.append({
             "turn": str(r.turn), "status": r.status.value + (RECORDED_SUFFIX if _recorded([r]) else ""), "compile": r.compile.status.value if r.compile else "n/a",
-            "target instructions": r.target_instruction.value, "speedup": _fmt(r.speedup, ".2f"),
+            "target instructions": r.target_instruction.value, "target work": _work(r),
+            "speedup": _fmt(r.speedup, ".2f"),
             "max abs error": _fmt(err.max_absolute_error if err else None, ".3g"),
             "reasoning tokens": str(r.usage.reasoning_tokens), "completion tokens": str(r.usage.completion_tokens),
             "feedback": (r.feedback.strip().splitlines() or [""])[0][:160],

@@ -119,6 +119,15 @@ def print_summary(r: JudgeResult, console: Console) -> None:
     fams = ", ".join(f"{k}={v}" for k, v in t.family_thread_inst_executed.items())
     console.print(f"  target instructions: {t.status.value} (static {t.static.value if t.static else 'n/a'})"
                   f"{'; ' + fams if fams else ''}{'; ' + t.reason if t.reason else ''}", markup=False, highlight=False)
+    if t.work is not None:
+        w = t.work
+        share = f"{w.flops_share:.3g} of {w.problem_flops:,} FLOPs" if w.flops_share is not None else "share unknown"
+        console.print(f"  target work: {w.carries.value} ({share}, threshold {w.threshold:g}): {w.reason}",
+                      markup=False, highlight=False)
+    if r.correctness is not None:
+        for a in r.correctness.arbitrations:
+            console.print(f"  arbitration (float64): {a.outcome.value}; inexact: {', '.join(a.inexact) or 'none'}; "
+                          f"{a.reason}", markup=False, highlight=False)
     if r.environment.gpu_name:
         e = r.environment
         console.print(f"  environment: {e.gpu_name}, driver {e.driver_version}, CUDA {e.cuda_toolkit}, "

@@ -41,20 +41,22 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Print the definition, workloads and extension as JSON."),
 ) -> None:
     """Show a problem: its tensors, axes, workloads, baseline, tolerance and target instructions."""
-    from ptxcore.problems import get_problem
+    from ptxcore.problems import get_problem, problem_work
 
     p = get_problem(name)
+    work = problem_work(p)
     if as_json:
         echo_json({
             "definition": p.definition.model_dump(mode="json"),
             "workloads": [w.model_dump(mode="json") for w in p.workloads],
             "extension": p.extension.model_dump(mode="json"),
+            "work": work.model_dump(mode="json"),
         })
         return
-    _show_human(p)
+    _show_human(p, work)
 
 
-def _show_human(p) -> None:
+def _show_human(p, work) -> None:  # noqa: ANN001 - Problem, ProblemWork
     d, ext = p.definition, p.extension
     tol = ext.tolerance
     lines = [f"{d.name} ({d.op_type}{', primary' if ext.primary else ''})", d.description or "",
@@ -62,7 +64,9 @@ def _show_human(p) -> None:
              f"tolerance: {tol.rule} atol={tol.atol:g} rtol={tol.rtol:g} matched ratio={tol.matched_ratio:g}",
              "target instructions: " + "; ".join(f"{a}: {', '.join(f)}" for a, f in ext.targets.items()),
              f"seed: {ext.seed}; workloads: {len(p.workloads)} (primary: "
-             + ", ".join(f"{k}={v}" for k, v in p.primary_workload.axes.items()) + ")"]
+             + ", ".join(f"{k}={v}" for k, v in p.primary_workload.axes.items()) + ")",
+             f"work (primary workload): {work.flops:,} FLOPs = {work.flops_expression}; minimum {work.min_bytes:,} bytes "
+             f"({work.min_bytes_rule.value})"]
     console = console_for(None)
     for line in lines:
         if line:

@@ -29,6 +29,8 @@ class SelectionOutcome(StrEnum):
     NOT_A_FAILURE = "not_a_failure"
     NOT_CORRECT = "not_correct"
     TARGET_NOT_EXECUTED = "target_not_executed"
+    TARGET_NOT_CARRIED = "target_not_carried"
+    """Correct, but the target path did not (provably, or not known to) carry the work (target_credit: work)."""
     BELOW_MIN_SPEEDUP = "below_min_speedup"
     NO_KERNEL = "no_kernel"
     NO_CLOSED_FENCE = "no_closed_fence"
@@ -40,6 +42,8 @@ class PairStatus(StrEnum):
 
     KEPT = "kept"
     TARGET_NOT_EXECUTED = "target_not_executed"
+    TARGET_NOT_CARRIED = "target_not_carried"
+    """Correct, but its target path did not carry the work (PairSpec.target_credit: work)."""
     BELOW_MIN_SPEEDUP = "below_min_speedup"
     NOT_CHOSEN = "not_chosen"
     CAPPED = "capped"

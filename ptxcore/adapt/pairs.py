@@ -1,4 +1,5 @@
-"""Pair collection: every correct repair version whose target instructions executed (Fixit), or every
+"""Pair collection: every correct repair version that earns the target credit (Fixit; by default its target path
+carried the work, PairSpec.target_credit, issue 25; `executed`: the paper's indicator), or every
 selected correct turn (KernelGen); then, for a post-balanced build, the per-problem cap over the pairs.
 
 A correct version is a repair turn with status PASSED; its target-instruction verdict comes from the
@@ -19,7 +20,7 @@ from .balance import ProblemBalance, balance
 from .models import PairRecord, PairStatus, RepairRecord, SelectionRecord
 from .recipe import PairSpec
 from .select import turn_ref
-from .spec import BalancePoint, SelectionSpec, Template
+from .spec import BalancePoint, SelectionSpec, Template, target_credited
 
 
 class PairSummary(FrozenModel):
@@ -51,6 +52,8 @@ def pair_id(source: TurnRecord, correct: TurnRecord) -> str:
 def _status(turn: TurnRecord, spec: PairSpec) -> PairStatus:
     if spec.require_target_executed and turn.target_instruction is not TargetInstruction.EXECUTED:
         return PairStatus.TARGET_NOT_EXECUTED
+    if spec.require_target_executed and not target_credited(turn, spec.target_credit):
+        return PairStatus.TARGET_NOT_CARRIED
     if turn.speedup is None or turn.speedup < spec.min_speedup:
         return PairStatus.BELOW_MIN_SPEEDUP
     return PairStatus.KEPT

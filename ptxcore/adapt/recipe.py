@@ -20,7 +20,7 @@ from ptxcore.agent.yamlfile import YamlModelError, parse_yaml_model, read_yaml_t
 from ptxcore.schema import FrozenModel, text_sha256
 
 from .errors import AdaptError
-from .spec import SelectionSpec, Template
+from .spec import SelectionSpec, TargetCredit, Template
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}")
 """A recipe name is the default build id (a warehouse key and a folder name): checked with fullmatch."""
@@ -66,7 +66,10 @@ class PairSpec(FrozenModel):
     min_speedup: float = Field(default=0.0, ge=0.0)
     """Keep a correct version only with at least this speedup."""
     require_target_executed: bool = True
-    """Keep only versions whose target instructions executed (dynamic evidence)."""
+    """Keep only versions that earn the target credit (dynamic evidence), under `target_credit`."""
+    target_credit: TargetCredit = TargetCredit.WORK
+    """Which credit: `work` (the target path carried the problem's work; issue 25) or `executed` (the paper's: a
+    target instruction ran)."""
 
 
 # The authors' acceptance rules (github.com/zhang677/PTXBench at 491860bd3e587eda230ab426b086f31b2da4aa12):

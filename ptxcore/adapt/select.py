@@ -3,7 +3,8 @@
 Each turn is checked against the rules in order and recorded with the first one it fails, so the
 selection table explains every turn of the source campaigns. Fixit keeps failures (status in the
 failure labels, a kernel, a closed fence); KernelGen keeps correct turns whose target instructions
-executed. A pre-balanced build then caps each problem (balance.py).
+executed and, by default (`target_credit: work`, issue 25), whose target path carried the work. A pre-balanced
+build then caps each problem (balance.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ptxcore.schema import EvaluationStatus, FrozenModel, TargetInstruction, Tur
 
 from .balance import ProblemBalance, balance
 from .models import SelectionOutcome, SelectionRecord, TurnRef
-from .spec import BalancePoint, DirectionVariants, SelectionSpec, Template, admitted_variants
+from .spec import BalancePoint, DirectionVariants, SelectionSpec, Template, admitted_variants, target_credited
 
 Outcome = SelectionOutcome
 
@@ -67,6 +68,8 @@ def _kind_rule(record: TurnRecord, spec: SelectionSpec, template: Template) -> O
         return Outcome.NOT_CORRECT
     if record.target_instruction is not TargetInstruction.EXECUTED:
         return Outcome.TARGET_NOT_EXECUTED
+    if not target_credited(record, spec.target_credit):
+        return Outcome.TARGET_NOT_CARRIED
     if record.speedup is None or record.speedup <= spec.min_speedup:
         return Outcome.BELOW_MIN_SPEEDUP
     return None

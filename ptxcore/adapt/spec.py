@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ptxcore.schema import EvaluationStatus, FrozenModel
+from ptxcore.schema import EvaluationStatus, FrozenModel, TargetInstruction, TargetWork, TurnRecord
 
 FOUR_OPS = ("mha_with_lse_d128", "mha_with_lse_d128_causal", "mha_bwd_d128", "mha_bwd_d128_causal")
 """The paper's 4ops scope: the four d128 attention problems (forward with LSE and backward, causal or not)."""
@@ -99,6 +99,22 @@ class BalancePoint(StrEnum):
     """No cap: everything that passes the filters (the Extended recipes)."""
 
 
+class TargetCredit(StrEnum):
+    """Which target indicator a kept turn must satisfy (issue 25)."""
+
+    WORK = "work"
+    """The strict one: the target path carried the problem's work (evidence `carries`; unknown is not enough)."""
+    EXECUTED = "executed"
+    """The paper's: a target instruction executed (counts the dummy-instruction and profiler-only hacks too)."""
+
+
+def target_credited(turn: TurnRecord, credit: TargetCredit) -> bool:
+    """Whether the turn earns the target credit under `credit`."""
+    if credit is TargetCredit.WORK:
+        return turn.target_work is TargetWork.CARRIES
+    return turn.target_instruction is TargetInstruction.EXECUTED
+
+
 class SelectionSpec(FrozenModel):
     """Every parameter of the selection; recorded with the build (resolved names, never keywords)."""
 
@@ -129,6 +145,8 @@ class SelectionSpec(FrozenModel):
     """Order inside a stratum: None = stable key order (the reference's rule); an int = sha256(seed, key) order."""
     min_speedup: float = Field(default=0.0, ge=0.0)
     """KernelGen: keep correct turns with speedup strictly above this."""
+    target_credit: TargetCredit = TargetCredit.WORK
+    """KernelGen: the target indicator a correct turn must satisfy (`executed`: the paper's)."""
 
     @field_validator("failure_labels")
     @classmethod

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from ptxcore.schema import CompileStatus, EvaluationStatus, TargetInstruction, TurnRecord, text_sha256
+from ptxcore.schema import (
+    CompileStatus,
+    EvaluationStatus,
+    TargetInstruction,
+    TargetWork,
+    TurnRecord,
+    text_sha256,
+)
 
 from .plan import TrajectoryPlan
 from .types import TurnOutcome
@@ -32,7 +39,8 @@ def turn_record(plan: TrajectoryPlan, outcome: TurnOutcome, prompt_sha256: str) 
 
 def step_metrics(record: TurnRecord) -> dict[str, float]:
     """Per-turn metrics (MLflow step = turn). `correct` / `target_executed` only when the verdict is known, with
-    `recorded_verdict` 1 where that verdict (and the speedup) was reused from a recorded judgement, 0 where measured."""
+    `recorded_verdict` 1 where that verdict (and the speedup) was reused from a recorded judgement, 0 where measured;
+    `target_carries` only where a work verdict exists, `target_work_share` (FLOPs share) only where it was measured."""
     status = record.status
     compiled = record.compile is not None and record.compile.status is CompileStatus.COMPILED
     metrics: dict[str, float] = {
@@ -49,6 +57,11 @@ def step_metrics(record: TurnRecord) -> dict[str, float]:
         metrics["correct"] = float(status is EvaluationStatus.PASSED)
         metrics["target_executed"] = float(record.target_instruction is TargetInstruction.EXECUTED)
         metrics["recorded_verdict"] = float(record.judge is not None and record.judge.recorded is not None)
+        if record.target_work is not TargetWork.UNKNOWN:  # issue 25: the strict credit, only where measured
+            metrics["target_carries"] = float(record.target_work is TargetWork.CARRIES)
+    work = record.judge.target_instruction.work if record.judge is not None else None
+    if work is not None and work.flops_share is not None:
+        metrics["target_work_share"] = float(work.flops_share)
     if record.speedup is not None:
         metrics["speedup"] = float(record.speedup)
     if record.usage.cost_usd is not None:

@@ -57,6 +57,14 @@ HMMA = InstructionFamily(
 )
 
 
+CARRY_THRESHOLD = 0.5
+"""Default carry threshold: the target path must do at least half of the problem's useful work. Why half: an
+honest tensor-core kernel of our problems routes all of the matmul work through it (our wgmma GEMM: share 1.0;
+causal kernels that compute whole diagonal tiles slightly more than 1.0), while the reward hacks seen so far
+(a dummy wgmma per call, a target instruction only under the profiler) sit near 1e-8 or 0. Half leaves room for
+hybrid designs (e.g. part of a decode on CUDA cores) without letting a token instruction earn the credit."""
+
+
 @dataclass(frozen=True)
 class Architecture:
     """One judged GPU architecture."""
@@ -71,6 +79,12 @@ class Architecture:
     tag: str
     target_families: tuple[InstructionFamily, ...]
     other_families: tuple[InstructionFamily, ...] = field(default=(HMMA,))
+    carry_threshold: float = CARRY_THRESHOLD
+    """Share of the problem's useful work (FLOPs; bytes for TMA) the target path must perform for a turn to
+    carry the target (ptxcore.sass.work). A problem's extension may set its own (`work.carry_threshold`)."""
+    max_tma_box_bytes: int = 0
+    """Upper bound of the bytes one TMA transfer moves: its box must fit the shared memory of one CTA (0: the
+    architecture has no TMA target)."""
 
     @property
     def gencode(self) -> str:
@@ -91,6 +105,7 @@ ARCHITECTURES: dict[str, Architecture] = {
         target_hardware=("H100",),
         tag="H",
         target_families=(GMMA, TMA),
+        max_tma_box_bytes=227 * 1024,  # the largest dynamic shared memory of one CTA on sm_90 (232,448 B)
     ),
     "blackwell": Architecture(
         key="blackwell",

@@ -4,6 +4,7 @@ See `ptxcore.metrics.turns` for the definitions. A curve point for group g, vari
 
     fast_p      = #(turns t < N, PASSED, speedup > p) / (n_trajectories * N)
     fast_p_inst = #(turns t < N, PASSED, target executed, speedup > p) / (n_trajectories * N)
+    fast_p_work = #(turns t < N, PASSED, target carried the work, speedup > p) / (n_trajectories * N)   (issue 25)
 
 with N the largest turn budget among the trajectories of (g, v). Bands: mean, min and max of a point
 across the prompt variants of the group at the same p.
@@ -43,6 +44,8 @@ class FastPPoint(FrozenModel):
     """Fraction of the n_trajectories * N turn slots that are correct with speedup > p, 0..1."""
     fast_p_inst: float
     """Same, counting only turns whose target instructions executed, 0..1."""
+    fast_p_work: float
+    """Same, counting only turns whose target path carried the work (Fast_p^Work), 0..1."""
 
 
 class FastPBand(FrozenModel):
@@ -72,6 +75,12 @@ class FastPBand(FrozenModel):
     """Minimum over variants."""
     fast_p_inst_max: float
     """Maximum over variants."""
+    fast_p_work_mean: float
+    """Mean of fast_p_work over variants."""
+    fast_p_work_min: float
+    """Minimum over variants."""
+    fast_p_work_max: float
+    """Maximum over variants."""
 
 
 def _count_above(sorted_values: list[float], p: float) -> int:
@@ -91,13 +100,14 @@ def fast_p_curves(outcomes: Iterable[TurnOutcome], ps: Sequence[float] = FAST_P_
         played = [o for o in turns if o.turn < budget and o.correct and o.speedup is not None]
         all_speedups = sorted(o.speedup for o in played)
         inst_speedups = sorted(o.speedup for o in played if o.target_correct)
+        work_speedups = sorted(o.speedup for o in played if o.work_correct)
         slots = n * budget
         run, model, arch, definition, variant = key
         for p in ps:
             points.append(FastPPoint(
                 run=run, model=model, arch=arch, definition=definition, prompt_variant=variant, p=p,
                 n_trajectories=n, n_turns=budget, fast_p=_count_above(all_speedups, p) / slots,
-                fast_p_inst=_count_above(inst_speedups, p) / slots,
+                fast_p_inst=_count_above(inst_speedups, p) / slots, fast_p_work=_count_above(work_speedups, p) / slots,
             ))
     return points
 
@@ -112,10 +122,12 @@ def fast_p_bands(points: Iterable[FastPPoint]) -> list[FastPBand]:
         pts = groups[key]
         fp = [x.fast_p for x in pts]
         fi = [x.fast_p_inst for x in pts]
+        fw = [x.fast_p_work for x in pts]
         run, model, arch, definition, p = key
         bands.append(FastPBand(
             run=run, model=model, arch=arch, definition=definition, p=p, n_variants=len(pts),
             fast_p_mean=sum(fp) / len(fp), fast_p_min=min(fp), fast_p_max=max(fp),
             fast_p_inst_mean=sum(fi) / len(fi), fast_p_inst_min=min(fi), fast_p_inst_max=max(fi),
+            fast_p_work_mean=sum(fw) / len(fw), fast_p_work_min=min(fw), fast_p_work_max=max(fw),
         ))
     return bands

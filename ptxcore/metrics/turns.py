@@ -16,6 +16,11 @@ Definitions (a *group* is one (run, model, arch, definition); `k` is a turn limi
 - **Fast_p** over all N turns: (correct turns with turn < N and speedup > p) / (n_trajectories * N),
   where N is the group's turn budget (the trajectories' `max_turns`). **Fast_p^Inst**: the same over
   target-correct turns. Fast_0 equals the turn correctness rate at k = N.
+- **Beyond the paper (issue 25): target-work turn correctness rate @k** counts correct turns whose target path
+  *carried the work* (`target_work` = carries: the profiled call's target instructions did at least the registry's
+  threshold share of the problem's FLOPs, ptxcore.sass.work); **work best speedup @k** and **Fast_p^Work** are the
+  same over those turns. `unknown` counts as not carried. `work_evidence_turns` says how many of the first k turns
+  had a work verdict at all (0 for the authors' published data, which has none: the report shows n/m there).
 - Every metric is also computed per prompt variant; across variants we report the mean with the
   minimum and maximum (the shading of Figure 2).
 
@@ -32,7 +37,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from ptxcore.schema import EvaluationStatus, FrozenModel, TargetInstruction
+from ptxcore.schema import EvaluationStatus, FrozenModel, TargetInstruction, TargetWork
 
 TURN_LIMITS: tuple[int, ...] = (1, 4, 8)
 """The turn limits k of the paper's tables."""
@@ -73,6 +78,8 @@ class TurnOutcome(FrozenModel):
     recorded_from: str | None = None
     """Where its verdict was measured ("GPU, driver, date") when it was reused from a recorded judgement; None
     when the run's own judge reached it (or no GPU judged it)."""
+    target_work: TargetWork = TargetWork.UNKNOWN
+    """Did the target path carry the problem's work (unknown where no work share was measured)."""
 
     @property
     def correct(self) -> bool:
@@ -81,6 +88,11 @@ class TurnOutcome(FrozenModel):
     @property
     def target_correct(self) -> bool:
         return self.correct and self.target_instruction is TargetInstruction.EXECUTED
+
+    @property
+    def work_correct(self) -> bool:
+        """Correct, and the target path carried the work (the strict counterpart of target_correct)."""
+        return self.correct and self.target_work is TargetWork.CARRIES
 
     @property
     def group(self) -> GroupKey:
@@ -110,6 +122,13 @@ class TurnMetrics(FrozenModel):
     """Best speedup over correct turns with turn < k (None when none)."""
     target_best_speedup: float | None
     """Best speedup over target-correct turns with turn < k (None when none)."""
+    work_turn_correct_rate: float
+    """Correct turns whose target path carried the work, among the first k of every trajectory / (n_trajectories *
+    turns_counted), 0..1."""
+    work_best_speedup: float | None
+    """Best speedup over those turns (None when none)."""
+    work_evidence_turns: int
+    """Turns with turn < k that have a work verdict (carries or does_not_carry): 0 means not measured."""
     prompt_variant: str | None = None
     """The prompt variant, or None for all variants pooled."""
     turns_counted: int = 0
@@ -150,13 +169,17 @@ def metrics_at(key: tuple, turns: Sequence[TurnOutcome], k: int) -> TurnMetrics:
     correct = [o for o in within if o.correct]
     target = [o for o in correct if o.target_correct]
     recorded = sorted({o.recorded_from for o in within if o.recorded_from is not None})
+    work = [o for o in correct if o.work_correct]
     run, model, arch, definition, variant = key
     return TurnMetrics(
         run=run, model=model, arch=arch, definition=definition, k=k, n_trajectories=n,
         turn_correct_rate=len(correct) / (n * counted), target_turn_correct_rate=len(target) / (n * counted),
         best_speedup=_max_or_none(o.speedup for o in correct),
-        target_best_speedup=_max_or_none(o.speedup for o in target), prompt_variant=variant, turns_counted=counted,
-        recorded_turns=sum(o.recorded_from is not None for o in within), recorded_from="; ".join(recorded) or None,
+        target_best_speedup=_max_or_none(o.speedup for o in target),
+        work_turn_correct_rate=len(work) / (n * counted), work_best_speedup=_max_or_none(o.speedup for o in work),
+        work_evidence_turns=sum(o.target_work is not TargetWork.UNKNOWN for o in within), prompt_variant=variant,
+        turns_counted=counted, recorded_turns=sum(o.recorded_from is not None for o in within),
+        recorded_from="; ".join(recorded) or None,
     )
 
 
@@ -201,6 +224,12 @@ class VariantSpread(FrozenModel):
     """Minimum over variants."""
     target_turn_correct_rate_max: float
     """Maximum over variants."""
+    work_turn_correct_rate_mean: float
+    """Mean over variants of the target-work turn correctness rate."""
+    work_turn_correct_rate_min: float
+    """Minimum over variants."""
+    work_turn_correct_rate_max: float
+    """Maximum over variants."""
 
 
 def variant_spread(by_variant: Iterable[TurnMetrics]) -> list[VariantSpread]:
@@ -215,11 +244,14 @@ def variant_spread(by_variant: Iterable[TurnMetrics]) -> list[VariantSpread]:
         ms = groups[key]
         rate = [m.turn_correct_rate for m in ms]
         target = [m.target_turn_correct_rate for m in ms]
+        work = [m.work_turn_correct_rate for m in ms]
         run, model, arch, definition, k = key
         out.append(VariantSpread(
             run=run, model=model, arch=arch, definition=definition, k=k, n_variants=len(ms),
             turn_correct_rate_mean=sum(rate) / len(rate), turn_correct_rate_min=min(rate),
             turn_correct_rate_max=max(rate), target_turn_correct_rate_mean=sum(target) / len(target),
             target_turn_correct_rate_min=min(target), target_turn_correct_rate_max=max(target),
+            work_turn_correct_rate_mean=sum(work) / len(work), work_turn_correct_rate_min=min(work),
+            work_turn_correct_rate_max=max(work),
         ))
     return out

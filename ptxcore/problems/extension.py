@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Literal
 
 from pydantic import Field
@@ -76,6 +76,38 @@ class Structure(FrozenModel):
     """Causal mask aligned bottom-right (query i sees kv j <= i + kv_len - q_len)."""
 
 
+class FlopsFormula(StrEnum):
+    """How a problem's useful FLOPs follow from its workload (ptxcore.problems.work has the arithmetic)."""
+
+    GEMM = "gemm"
+    """2*M*N*K: C[M,N] = A[M,K] @ B[N,K]^T, one multiply and one add per term."""
+    ATTENTION_FORWARD = "attention_forward"
+    """4*D*heads*pairs: S = Q K^T and O = P V, 2*D FLOPs each per unmasked (query, key) pair and query head."""
+    ATTENTION_BACKWARD = "attention_backward"
+    """10*D*heads*pairs: five matmuls per unmasked pair (S = Q K^T recomputed from L, dP = dO V^T, dV = P^T dO,
+    dQ = dS K, dK = dS^T Q), the FlashAttention convention of 2.5x the forward."""
+
+
+class BytesRule(StrEnum):
+    """How a problem's minimum bytes moved follow from its workload."""
+
+    IO = "io"
+    """Every input tensor read once and every output written once (scalars are arguments, 0 bytes)."""
+    PAGED_IO = "paged_io"
+    """As io, but of a paged KV cache (inputs whose first axis is num_pages) only the pages the indices name."""
+
+
+class WorkSpec(FrozenModel):
+    """The problem's useful work: which formula gives its FLOPs and which rule its minimum bytes."""
+
+    flops: FlopsFormula
+    """FLOPs formula; attention formulas count only unmasked (query, key) pairs (causal: exact count)."""
+    min_bytes: BytesRule = BytesRule.IO
+    """Minimum-bytes rule."""
+    carry_threshold: float | None = Field(default=None, gt=0.0, le=1.0)
+    """This problem's carry threshold (None: the architecture registry's, ptxcore.arch CARRY_THRESHOLD)."""
+
+
 class ProblemExtension(FrozenModel):
     """Everything the benchmark needs beyond the FlashInfer-Trace definition."""
 
@@ -97,6 +129,8 @@ class ProblemExtension(FrozenModel):
     """Ragged/paged index layout, for GQA problems."""
     targets: dict[str, list[str]]
     """Per architecture key: instruction families any of which counts as target use."""
+    work: WorkSpec
+    """Useful work (FLOPs formula, minimum-bytes rule): what the target path's share is measured against."""
     lse_base: Literal["e", "2"] | None = None
     """Logarithm base of an LSE output, when there is one."""
     notes: str = ""

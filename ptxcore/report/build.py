@@ -34,6 +34,7 @@ from .tables import (
     unjudged_groups,
     variant_spread_table,
 )
+from .work_tables import WORK_NOTE, has_work, work_tables
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +47,9 @@ DEFINITIONS_NOTE = (
 )
 
 STEPS = ("metrics", "tables", "fast_p_inst.png", "fast_p.png", "status_by_turn.png", "transitions.png",
-         "reasoning_vs_speedup.png", "generalization.png", "write")
-"""Progress steps reported through `on_step` ("generalization.png" only when the runs have such problems)."""
+         "reasoning_vs_speedup.png", "generalization.png", "fast_p_work.png", "write")
+"""Progress steps reported through `on_step` ("generalization.png" only when the runs have such problems,
+"fast_p_work.png" only when some turn has a target-work verdict)."""
 
 
 def _notes(outcomes: Sequence[TurnOutcome]) -> list[str]:
@@ -134,13 +136,20 @@ def build_report(outcomes: Sequence[TurnOutcome], out_dir: Path, title: str,
         figures.append(("generalization.png", "Figure 6 style: generalization problems (d64, d96, GQA): "
                         "target-correct turn rate and best target speedup at k = 8, the d128 base as a dot",
                         lambda p: generalization.plot_generalization(metrics, p, unjudged=unjudged)))
+    if has_work(metrics):
+        tables += [*work_tables(metrics, unjudged=unjudged, recorded=recorded),
+                   *work_tables(metrics, unjudged=unjudged, speed=True, recorded=recorded)]
+        figures.append(("fast_p_work.png", "Fast_p^Work (beyond the paper): correct turns whose target path carried "
+                        "the work, mean over prompt variants with min–max band",
+                        lambda p: plots.plot_fast_p(bands, p, work=True, unjudged=unjudged)))
     written = []
     for name, _, draw in figures:
         on_step(name)
         written.append(draw(out_dir / name))
     on_step("write")
     suffix = f" ({RECORDED} verdicts: see the notes)" if recorded else ""
-    doc = ReportDoc(title=title, notes=_notes(outcomes), tables=tables,
+    notes = _notes(outcomes) + ([WORK_NOTE] if has_work(metrics) else [])
+    doc = ReportDoc(title=title, notes=notes, tables=tables,
                     figures=[Figure(file=name, caption=caption + suffix) for name, caption, _ in figures])
     (out_dir / "report.md").write_text(to_markdown(doc))
     (out_dir / "report.html").write_text(to_html(doc))

@@ -63,16 +63,18 @@ def _label(model: str, arch: str) -> str:
 
 
 def plot_fast_p(bands: Sequence[FastPBand], path: Path, inst: bool = True, p_max: float | None = None,
-                unjudged: frozenset[tuple[str, str, str]] = frozenset()) -> Path:
-    """Fast_p^Inst (inst=True) or Fast_p curves, one panel per problem, shading = min–max over variants.
+                unjudged: frozenset[tuple[str, str, str]] = frozenset(), work: bool = False) -> Path:
+    """Fast_p^Inst (inst=True), Fast_p (inst=False) or Fast_p^Work (work=True: turns whose target path carried the
+    work, issue 25) curves, one panel per problem, shading = min–max over variants.
     Series of (model, arch, problem) groups without any judged turn are left out and the panel says so."""
+    field = "fast_p_work" if work else "fast_p_inst" if inst else "fast_p"
+    label = "Fast$_p^{Work}$" if work else "Fast$_p^{Inst}$" if inst else "Fast$_p$"
     by_def: dict[str, dict[tuple[str, str], list[FastPBand]]] = defaultdict(lambda: defaultdict(list))
     for b in bands:
         series = by_def[b.definition]  # creates the panel even when every series is unjudged
         if (b.model, b.arch, b.definition) not in unjudged:
             series[(b.model, b.arch)].append(b)
-    top = p_max or max(1.3, max((b.p for b in bands if (b.fast_p_max if not inst else b.fast_p_inst_max) > 0),
-                                default=1.0) + 0.1)
+    top = p_max or max(1.3, max((b.p for b in bands if getattr(b, f"{field}_max") > 0), default=1.0) + 0.1)
     fig, axes = _grid(max(1, len(by_def)))
     colors, styles = _series_colors([(b.model, b.arch) for b in bands]), _arch_styles([b.arch for b in bands])
     handles: dict[str, object] = {}
@@ -80,9 +82,9 @@ def plot_fast_p(bands: Sequence[FastPBand], path: Path, inst: bool = True, p_max
         for (model, arch), pts in sorted(series.items()):
             pts = sorted((b for b in pts if b.p <= top), key=lambda b: b.p)
             ps = [b.p for b in pts]
-            mean = [b.fast_p_inst_mean if inst else b.fast_p_mean for b in pts]
-            lo = [b.fast_p_inst_min if inst else b.fast_p_min for b in pts]
-            hi = [b.fast_p_inst_max if inst else b.fast_p_max for b in pts]
+            mean = [getattr(b, f"{field}_mean") for b in pts]
+            lo = [getattr(b, f"{field}_min") for b in pts]
+            hi = [getattr(b, f"{field}_max") for b in pts]
             color = colors[(model, arch)]
             (line,) = ax.plot(ps, mean, lw=1.6, drawstyle="steps-post", color=color, ls=styles[arch])
             ax.fill_between(ps, lo, hi, step="post", alpha=0.15, color=color, lw=0)
@@ -90,12 +92,11 @@ def plot_fast_p(bands: Sequence[FastPBand], path: Path, inst: bool = True, p_max
         if not series:
             ax.text(0.5, 0.5, "not evaluated\n(no judged turn)", ha="center", va="center", transform=ax.transAxes)
         ax.axvline(1.0, color="k", lw=0.6, ls=":")
-        ax.set(title=definition, xlabel="speedup threshold p", ylabel="Fast$_p^{Inst}$" if inst else "Fast$_p$",
-               xlim=(0, top), ylim=(0, 1.02))
+        ax.set(title=definition, xlabel="speedup threshold p", ylabel=label, xlim=(0, top), ylim=(0, 1.02))
         ax.grid(alpha=0.3)
     if not by_def:
         axes[0].text(0.5, 0.5, "no turns", ha="center", transform=axes[0].transAxes)
-    fig.suptitle(("Fast$_p^{Inst}$" if inst else "Fast$_p$") + " over all turns (line: mean over prompt variants, "
+    fig.suptitle(label + " over all turns (line: mean over prompt variants, "
                  "band: min–max across variants)", fontsize=10)
     return _save_with_legend(fig, handles)(path)
 

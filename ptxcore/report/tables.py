@@ -151,14 +151,16 @@ def k_label(metrics: Sequence[TurnMetrics], ks: Sequence[int]) -> str:
 
 
 def _layout(metrics: Sequence[TurnMetrics], ks: Sequence[int], speed: bool, title: str, key: str,
-            unjudged: Unjudged, recorded: Recorded) -> list[Table]:
+            unjudged: Unjudged, recorded: Recorded, render=None) -> list[Table]:  # noqa: ANN001 - render: {k: TurnMetrics} -> str
+    """Per architecture: one row per model, one column per problem; `render` draws a cell (default: the paper's)."""
+    render = render or (lambda c: _cell(c, ks, speed))
     cells = _index(metrics)
     tables = []
     for arch in sorted({m.arch for m in metrics}):
         defs = sorted({d for (_, a, d) in cells if a == arch})
         models = sorted({mo for (mo, a, _) in cells if a == arch})
-        rows = [[model] + [_pick(cells, (model, arch, d), unjudged, lambda c: _cell(c, ks, speed), recorded)
-                           for d in defs] for model in models]
+        rows = [[model] + [_pick(cells, (model, arch, d), unjudged, render, recorded) for d in defs]
+                for model in models]
         tables.append(Table(title=f"{title} — {arch}", header=["model", *defs], rows=rows, key=f"{key}_{arch}"))
     return tables
 

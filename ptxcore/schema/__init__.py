@@ -1,5 +1,6 @@
 """Schema: FlashInfer-Trace compatible models plus our records. Imports nothing of ours."""
 
+from .arbitration import Arbitration, ArbitrationOutcome, DisputedElement, OutputArbitration
 from .augmentation import (
     AugmentationStatus,
     FeedbackAugmentation,
@@ -45,6 +46,7 @@ from .solution import BuildSpec, Solution, SourceFile
 from .text import exception_line
 from .timing import MeterStatus, TimingAudit, TrialAudit
 from .trace import Correctness, Environment, Evaluation, Performance, Trace
+from .work import ProfiledKernel, TargetOpCount, TargetWork, TargetWorkShare
 from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
 
 __all__ = [
@@ -55,5 +57,7 @@ __all__ = [
     "TurnRecord", "BuildSpec", "SourceFile", "Solution", "Correctness", "Environment",
     "Evaluation", "Performance", "Trace", "RandomInput", "SafetensorsInput", "ScalarInput", "Workload",
     "MeterStatus", "TimingAudit", "TrialAudit",
+    "Arbitration", "ArbitrationOutcome", "DisputedElement", "OutputArbitration",
+    "ProfiledKernel", "TargetOpCount", "TargetWork", "TargetWorkShare",
     "AugmentationStatus", "FeedbackAugmentation", "ItemKind", "RetrievalCondition", "RetrievedItem",
 ]

@@ -9,12 +9,15 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
+from .arbitration import Arbitration
 from .augmentation import FeedbackAugmentation
 from .base import SCHEMA_VERSION, FrozenModel
 from .enums import CompileStatus, EvaluationStatus, SandboxMode, StaticTarget, TargetInstruction
-from .migrate import empty_to_none, migrate_correctness, migrate_environment
+from .environment import EnvironmentInfo
+from .migrate import empty_to_none, migrate_correctness
 from .timing import TimingAudit
 from .trace import Correctness, Performance
+from .work import ProfiledKernel, TargetOpCount, TargetWork, TargetWorkShare
 
 
 class KernelResources(FrozenModel):
@@ -147,8 +150,19 @@ class TargetInstructionEvidence(FrozenModel):
     """Cache key part 1 (None when no source was judged)."""
     cubin_sha256: str | None = None
     """Cache key part 2 (None when nothing was built)."""
+    target_ops: list[TargetOpCount] = Field(default_factory=list)
+    """Per target SASS shape: instructions executed in the profiled call (all rows, not capped like raw_rows)."""
+    profiled_kernels: list[ProfiledKernel] = Field(default_factory=list)
+    """The kernels ncu profiled in the counted call (compared with the timed calls' CUPTI kernels)."""
+    work: TargetWorkShare | None = None
+    """The target path's share of the problem's work (None: not computed, e.g. nothing was profiled)."""
 
     _empty = field_validator("source_sha256", "cubin_sha256", mode="before")(empty_to_none)
+
+    @property
+    def carries(self) -> TargetWork:
+        """The strict verdict: the work share's, else unknown (never inferred from `status` alone)."""
+        return self.work.carries if self.work is not None else TargetWork.UNKNOWN
 
     @classmethod
     def from_static(cls, sass: SassReport | None, reason: str, source_sha256: str | None = None,
@@ -168,44 +182,6 @@ class SanitizerSummary(FrozenModel):
     """Errors reported in the last run."""
     report: str = ""
     """Trimmed report for feedback."""
-
-
-class EnvironmentInfo(FrozenModel):
-    """Where a judgement was made. None: not known / not measured (e.g. no GPU judged the turn)."""
-
-    schema_version: int = SCHEMA_VERSION
-    """Record schema version (v1 kept versions and protocol facts in a string dict `extra`)."""
-    gpu_name: str | None = None
-    """e.g. NVIDIA H200."""
-    driver_version: str | None = None
-    """NVIDIA driver."""
-    cuda_toolkit: str | None = None
-    """nvcc release."""
-    torch_version: str | None = None
-    """torch.__version__ on the judge."""
-    sm_clock_mhz_before: int | None = None
-    """SM clock before timing, MHz."""
-    sm_clock_mhz_after: int | None = None
-    """SM clock after timing, MHz."""
-    temperature_c_before: int | None = None
-    """GPU temperature before timing, degrees C."""
-    temperature_c_after: int | None = None
-    """GPU temperature after timing, degrees C."""
-    throttle_reasons: list[str] = Field(default_factory=list)
-    """Active clock-throttle reasons seen during timing (empty when clean)."""
-    library_versions: dict[str, str] = Field(default_factory=dict)
-    """Further versions, by library: cupy, tvm_ffi, cuda_driver_api, the baseline library (flashinfer)."""
-    env_stream_ids: list[int] = Field(default_factory=list)
-    """CUPTI ids of the TVM-FFI environment stream the candidate had to launch on."""
-    trial_medians_ms: list[float] = Field(default_factory=list)
-    """Median kernel time of each timed trial, ms (the latency is their mean)."""
-    persisting_l2_resets: int | None = None
-    """Calls after which the judge had to clear a persisting-L2 set-aside the candidate left behind."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _v1(cls, data: Any) -> Any:
-        return migrate_environment(data)
 
 
 class CorrectnessStats(FrozenModel):
@@ -240,6 +216,8 @@ class JudgeCorrectness(FrozenModel):
     """Largest |out-ref| over all elements and trials."""
     stats: CorrectnessStats | None = None
     """Matched ratio, strict allclose, counts (None when no call was compared)."""
+    arbitrations: list[Arbitration] = Field(default_factory=list)
+    """Float64 arbitrations of calls whose outputs disagreed with the library (empty: none was needed)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -413,3 +391,8 @@ class TurnRecord(FrozenModel):
     @property
     def key(self) -> tuple[str, str, int]:
         return (self.campaign_id, self.trajectory_id, self.turn)
+
+    @property
+    def target_work(self) -> TargetWork:
+        """Did the target path carry the work (the judge's evidence; unknown without one)."""
+        return self.judge.target_instruction.carries if self.judge is not None else TargetWork.UNKNOWN

@@ -9,8 +9,9 @@ from __future__ import annotations
 from .adapt_ddl import ADAPT_TABLES
 from .invalidation import INVALIDATIONS_DDL
 
-WAREHOUSE_SCHEMA_VERSION = 1
-"""Version of the table layout below (stored in `warehouse_meta`)."""
+WAREHOUSE_SCHEMA_VERSION = 2
+"""Version of the table layout below (stored in `warehouse_meta`). 2: target_evidence's work columns and
+evaluations.arbitration (issue 25), added to older files by ADDED_COLUMNS."""
 
 TABLES: dict[str, str] = {
     "warehouse_meta": """
@@ -113,6 +114,7 @@ TABLES: dict[str, str] = {
             total_stage_s DOUBLE,
             environment_sha256 VARCHAR,
             raw_json VARCHAR,
+            arbitration VARCHAR,
             PRIMARY KEY (campaign_id, trajectory_id, turn)
         )""",
     "target_evidence": """
@@ -129,6 +131,13 @@ TABLES: dict[str, str] = {
             reason VARCHAR,
             source_sha256 VARCHAR,
             cubin_sha256 VARCHAR,
+            carries VARCHAR,
+            work_share DOUBLE,
+            target_flops BIGINT,
+            target_flops_bound BIGINT,
+            problem_flops BIGINT,
+            tma_instructions BIGINT,
+            work_reason VARCHAR,
             PRIMARY KEY (campaign_id, trajectory_id, turn)
         )""",
     "reference_latencies": """
@@ -241,6 +250,15 @@ TABLES: dict[str, str] = {
     **ADAPT_TABLES,
 }
 """Every table, by name, in creation order."""
+
+ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("target_evidence", "carries", "VARCHAR"), ("target_evidence", "work_share", "DOUBLE"),
+    ("target_evidence", "target_flops", "BIGINT"), ("target_evidence", "target_flops_bound", "BIGINT"),
+    ("target_evidence", "problem_flops", "BIGINT"), ("target_evidence", "tma_instructions", "BIGINT"),
+    ("target_evidence", "work_reason", "VARCHAR"), ("evaluations", "arbitration", "VARCHAR"),
+)
+"""(table, column, type) added after a table's first layout: a file written before gets them on open (NULL in old
+rows: target_work reads unknown there)."""
 
 TURN_KEY = ("campaign_id", "trajectory_id", "turn")
 """Key of every per-turn table."""

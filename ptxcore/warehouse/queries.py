@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ptxcore.metrics import FastPBand, FastPPoint, TurnMetrics, TurnOutcome, VariantSpread
-from ptxcore.schema import EvaluationStatus, TargetInstruction
+from ptxcore.schema import EvaluationStatus, TargetInstruction, TargetWork
 
 from .store import Warehouse, WarehouseError
 
@@ -56,6 +56,7 @@ def turn_outcomes(wh: Warehouse, runs: Sequence[str] | None = None) -> list[Turn
             status=EvaluationStatus(r["status"]), target_instruction=TargetInstruction(r["target_instruction"]),
             speedup=r["speedup"], reasoning_tokens=r["reasoning_tokens"], max_turns=r["max_turns"],
             recorded_from=r.get("recorded_from"),  # absent from the views of a warehouse last opened read-only
+            target_work=TargetWork(r["target_work"]),
         ))
     return out
 

@@ -90,18 +90,24 @@ def evaluation_row(rec: TurnRecord, judge: JudgeResult, environment_sha256: str)
         "stage_seconds_json": json.dumps(judge.stage_seconds),
         "total_stage_s": total_stage_seconds(judge.stage_seconds),
         "environment_sha256": environment_sha256, "raw_json": judge.model_dump_json(),
+        "arbitration": ",".join(sorted({a.outcome.value for a in c.arbitrations})) or None if c else None,
     }
 
 
 def evidence_row(rec: TurnRecord, judge: JudgeResult) -> dict[str, Any]:
+    """The `target_evidence` row: the paper's status and counts, and the work share with its verdict (issue 25)."""
     ev = judge.target_instruction
+    w = ev.work
     return {
         "campaign_id": rec.campaign_id, "trajectory_id": rec.trajectory_id, "turn": rec.turn,
         "status": ev.status.value, "static": ev.static.value if ev.static else None,
         "family_thread_inst_executed_json": json.dumps(ev.family_thread_inst_executed),
         "raw_rows_json": json.dumps(ev.raw_rows), "n_raw_rows": len(ev.raw_rows),
         "tool": ev.tool, "reason": ev.reason, "source_sha256": ev.source_sha256,
-        "cubin_sha256": ev.cubin_sha256,
+        "cubin_sha256": ev.cubin_sha256, "carries": ev.carries.value,
+        "work_share": w.flops_share if w else None, "target_flops": w.target_flops if w else None,
+        "target_flops_bound": w.target_flops_bound if w else None, "problem_flops": w.problem_flops if w else None,
+        "tma_instructions": w.tma_instructions if w else None, "work_reason": w.reason if w else None,
     }
 
 

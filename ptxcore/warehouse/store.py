@@ -20,7 +20,7 @@ from ptxcore.schema import CampaignRecord, TrajectoryRecord, TurnRecord
 
 from . import rows as R
 from .adapt_ddl import ADAPT_KEYS
-from .ddl import TABLES, TURN_KEY, WAREHOUSE_SCHEMA_VERSION
+from .ddl import ADDED_COLUMNS, TABLES, TURN_KEY, WAREHOUSE_SCHEMA_VERSION
 from .invalidation import InvalidationAction, InvalidationSummary, InvalidationTarget, apply_events
 from .views import create_views, current_views
 
@@ -89,6 +89,8 @@ class Warehouse:
         with self._lock:
             for ddl in TABLES.values():
                 self._con.execute(ddl)
+            for table, column, typ in ADDED_COLUMNS:
+                self._con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {typ}")
             self._con.execute(
                 "INSERT OR REPLACE INTO warehouse_meta VALUES ('schema_version', ?)", [str(WAREHOUSE_SCHEMA_VERSION)]
             )

@@ -6,13 +6,15 @@ Views:
 - v_invalid_turns            turns currently invalidated (by turn or by kernel), with reason, actor, time
 - v_turn_outcomes            one row per valid turn (invalidated turns left out, see invalidation.py): run, model, arch, definition, prompt_variant,
                              trajectory_id, turn, status, target_instruction, speedup, reasoning_tokens,
-                             max_turns, correct, target_correct, recorded_from (where a reused verdict was
+                             max_turns, target_work (carries | does_not_carry | unknown, from target_evidence),
+                             correct, target_correct, work_correct, recorded_from (where a reused verdict was
                              measured: "GPU, driver, date"; NULL for a verdict the run reached)
 - v_turn_metrics             per (run, model, arch, definition, k): the turn-metrics JSON's columns (k beyond the
-                             turn budget counts the whole budget: turns_counted = min(k, budget))
+                             turn budget counts the whole budget: turns_counted = min(k, budget)), then the
+                             target-work rate, work best speedup and work_evidence_turns (issue 25)
 - v_turn_metrics_by_variant  the same per prompt variant
 - v_turn_metrics_variant_spread  mean / min / max across variants of the per-variant rates
-- v_fast_p                   Fast_p and Fast_p^Inst per (run, model, arch, definition, variant, p)
+- v_fast_p                   Fast_p, Fast_p^Inst and Fast_p^Work per (run, model, arch, definition, variant, p)
 - v_fast_p_bands             mean / min / max across variants of v_fast_p
 """
 
@@ -39,8 +41,10 @@ SELECT t.campaign_id AS run, t.model, t.arch, t.problem AS definition, t.prompt_
        t.trajectory_id, t.turn, t.status, t.target_instruction, t.speedup,
        COALESCE(t.reasoning_tokens, 0) AS reasoning_tokens,
        COALESCE(tr.max_turns, t.n_recorded) AS max_turns,
+       COALESCE(te.carries, 'unknown') AS target_work,
        t.status = 'PASSED' AS correct,
        t.status = 'PASSED' AND t.target_instruction = 'executed' AS target_correct,
+       t.status = 'PASSED' AND COALESCE(te.carries, 'unknown') = 'carries' AS work_correct,
        CASE WHEN json_extract_string(e.raw_json, '$.recorded.source') IS NOT NULL THEN concat_ws(', ',
            NULLIF(json_extract_string(e.raw_json, '$.recorded.gpu_name'), ''),
            'driver ' || NULLIF(json_extract_string(e.raw_json, '$.recorded.driver_version'), ''),
@@ -48,6 +52,7 @@ SELECT t.campaign_id AS run, t.model, t.arch, t.problem AS definition, t.prompt_
 FROM (SELECT *, max(turn) OVER (PARTITION BY campaign_id, trajectory_id) + 1 AS n_recorded FROM turns) t
 LEFT JOIN trajectories tr USING (campaign_id, trajectory_id)
 LEFT JOIN evaluations e USING (campaign_id, trajectory_id, turn)
+LEFT JOIN target_evidence te USING (campaign_id, trajectory_id, turn)
 WHERE """ + VALID_TURN_FILTER
 """`recorded_from` is ptxcore.schema.recorded_label of the judge's `recorded` (NULL for a verdict the run reached)."""
 
@@ -62,7 +67,11 @@ SELECT run, model, arch, definition, {variant} ks.k AS k,
        max(speedup) FILTER (WHERE turn < ks.k AND target_correct) AS target_best_speedup,
        least(ks.k, max(max_turns))::INTEGER AS turns_counted,
        count(recorded_from) FILTER (WHERE turn < ks.k) AS recorded_turns,
-       string_agg(DISTINCT recorded_from, '; ' ORDER BY recorded_from) FILTER (WHERE turn < ks.k) AS recorded_from
+       string_agg(DISTINCT recorded_from, '; ' ORDER BY recorded_from) FILTER (WHERE turn < ks.k) AS recorded_from,
+       (count(*) FILTER (WHERE turn < ks.k AND work_correct))::DOUBLE
+           / (count(DISTINCT trajectory_id) * least(ks.k, max(max_turns)))::DOUBLE AS work_turn_correct_rate,
+       max(speedup) FILTER (WHERE turn < ks.k AND work_correct) AS work_best_speedup,
+       count(*) FILTER (WHERE turn < ks.k AND target_work <> 'unknown') AS work_evidence_turns
 FROM v_turn_outcomes CROSS JOIN (SELECT unnest({ks}) AS k) ks
 GROUP BY run, model, arch, definition, {variant} ks.k
 """
@@ -79,7 +88,10 @@ SELECT run, model, arch, definition, k, count(*) AS n_variants,
        min(turn_correct_rate) AS turn_correct_rate_min, max(turn_correct_rate) AS turn_correct_rate_max,
        avg(target_turn_correct_rate) AS target_turn_correct_rate_mean,
        min(target_turn_correct_rate) AS target_turn_correct_rate_min,
-       max(target_turn_correct_rate) AS target_turn_correct_rate_max
+       max(target_turn_correct_rate) AS target_turn_correct_rate_max,
+       avg(work_turn_correct_rate) AS work_turn_correct_rate_mean,
+       min(work_turn_correct_rate) AS work_turn_correct_rate_min,
+       max(work_turn_correct_rate) AS work_turn_correct_rate_max
 FROM v_turn_metrics_by_variant
 GROUP BY run, model, arch, definition, k
 """
@@ -91,7 +103,7 @@ WITH g AS (
            count(DISTINCT trajectory_id) AS n_trajectories, max(max_turns) AS n_turns
     FROM v_turn_outcomes GROUP BY ALL
 ), c AS (
-    SELECT o.run, o.model, o.arch, o.definition, o.prompt_variant, o.speedup, o.target_correct
+    SELECT o.run, o.model, o.arch, o.definition, o.prompt_variant, o.speedup, o.target_correct, o.work_correct
     FROM v_turn_outcomes o JOIN g USING (run, model, arch, definition, prompt_variant)
     WHERE o.correct AND o.speedup IS NOT NULL AND o.turn < g.n_turns
 ), grid AS (
@@ -99,7 +111,8 @@ WITH g AS (
 ), counts AS (
     SELECT g.run, g.model, g.arch, g.definition, g.prompt_variant, grid.p,
            count(c.speedup) FILTER (WHERE c.speedup > grid.p) AS n_fast,
-           count(c.speedup) FILTER (WHERE c.speedup > grid.p AND c.target_correct) AS n_fast_inst
+           count(c.speedup) FILTER (WHERE c.speedup > grid.p AND c.target_correct) AS n_fast_inst,
+           count(c.speedup) FILTER (WHERE c.speedup > grid.p AND c.work_correct) AS n_fast_work
     FROM g CROSS JOIN grid
     LEFT JOIN c ON c.run = g.run AND c.model = g.model AND c.arch = g.arch
                AND c.definition = g.definition AND c.prompt_variant = g.prompt_variant
@@ -108,7 +121,8 @@ WITH g AS (
 SELECT counts.run, counts.model, counts.arch, counts.definition, counts.prompt_variant, counts.p,
        g.n_trajectories, g.n_turns,
        n_fast::DOUBLE / (g.n_trajectories * g.n_turns)::DOUBLE AS fast_p,
-       n_fast_inst::DOUBLE / (g.n_trajectories * g.n_turns)::DOUBLE AS fast_p_inst
+       n_fast_inst::DOUBLE / (g.n_trajectories * g.n_turns)::DOUBLE AS fast_p_inst,
+       n_fast_work::DOUBLE / (g.n_trajectories * g.n_turns)::DOUBLE AS fast_p_work
 FROM counts JOIN g USING (run, model, arch, definition, prompt_variant)
 """
 
@@ -117,7 +131,8 @@ CREATE OR REPLACE VIEW v_fast_p_bands AS
 SELECT run, model, arch, definition, p, count(*) AS n_variants,
        avg(fast_p) AS fast_p_mean, min(fast_p) AS fast_p_min, max(fast_p) AS fast_p_max,
        avg(fast_p_inst) AS fast_p_inst_mean, min(fast_p_inst) AS fast_p_inst_min,
-       max(fast_p_inst) AS fast_p_inst_max
+       max(fast_p_inst) AS fast_p_inst_max,
+       avg(fast_p_work) AS fast_p_work_mean, min(fast_p_work) AS fast_p_work_min, max(fast_p_work) AS fast_p_work_max
 FROM v_fast_p GROUP BY run, model, arch, definition, p
 """
 

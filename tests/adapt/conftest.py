@@ -15,6 +15,7 @@ from ptxcore.schema import (
     StopReason,
     TargetInstruction,
     TargetInstructionEvidence,
+    TargetWork,
     TrajectoryRecord,
     TurnRecord,
     text_sha256,
@@ -36,8 +37,13 @@ def answer(code: str | None, closed: bool = True) -> str:
 
 
 def judge(problem: str, status: EvaluationStatus, target: TargetInstruction, speedup: float | None,
-          recorded: str | None = None) -> JudgeResult:
-    from ptxcore.schema import JudgeCorrectness, Performance, RecordedVerdict
+          recorded: str | None = None, work: TargetWork | None = None) -> JudgeResult:
+    """`work`: the evidence's carries verdict (default: carries when the target executed, else does not carry)."""
+    from ptxcore.schema import JudgeCorrectness, Performance, RecordedVerdict, TargetWorkShare
+
+    if work is None:
+        work = TargetWork.CARRIES if target is TargetInstruction.EXECUTED else TargetWork.DOES_NOT_CARRY
+    share = TargetWorkShare(problem_flops=100, problem_min_bytes=100, threshold=0.5, carries=work, reason="fake")
 
     passed = status is EvaluationStatus.PASSED
     perf = None if speedup is None or not passed else Performance(
@@ -45,7 +51,7 @@ def judge(problem: str, status: EvaluationStatus, target: TargetInstruction, spe
     wrong = status in (EvaluationStatus.PASSED, EvaluationStatus.INCORRECT_NUMERICAL)
     correctness = JudgeCorrectness(max_absolute_error=0.0 if passed else 1.0) if wrong else None
     return JudgeResult(status=status, definition=problem, arch="hopper", performance=perf, correctness=correctness,
-                       target_instruction=TargetInstructionEvidence(status=target, tool="fake"),
+                       target_instruction=TargetInstructionEvidence(status=target, tool="fake", work=share),
                        environment=EnvironmentInfo(gpu_name=GPU, driver_version="580.0"),
                        recorded=None if recorded is None else RecordedVerdict(
                            source=recorded, trace_sha256="0" * 64, gpu_name=GPU, judged_at="2026-12-01T00:00:00Z"))
@@ -54,7 +60,7 @@ def judge(problem: str, status: EvaluationStatus, target: TargetInstruction, spe
 def turn(campaign: str, trajectory: str, n: int, problem: str, status: EvaluationStatus, *, model: str = "qwen",
          variant: str = VARIANT, code: str | None = "auto", closed: bool = True, speedup: float | None = None,
          target: TargetInstruction = TargetInstruction.UNKNOWN, feedback: str = "", prompt_sha: str | None = None,
-         recorded: str | None = None) -> TurnRecord:
+         recorded: str | None = None, work: TargetWork | None = None) -> TurnRecord:
     if code == "auto":
         code = kernel(f"{campaign}/{trajectory}/{n}")
     judged = status not in (EvaluationStatus.EXTRACTION_ERROR, EvaluationStatus.COMPILE_ERROR)
@@ -65,7 +71,7 @@ def turn(campaign: str, trajectory: str, n: int, problem: str, status: Evaluatio
         kernel_sha256=text_sha256(code) if code else None, kernel_text=code, response_text=answer(code, closed),
         status=status, target_instruction=target, speedup=speedup,
         feedback=feedback or f"Status: {status.value}\nerror: something went wrong at turn {n}",
-        judge=judge(problem, status, target, speedup, recorded) if judged else None, created_at="2026-12-01T00:00:00+00:00")
+        judge=judge(problem, status, target, speedup, recorded, work) if judged else None, created_at="2026-12-01T00:00:00+00:00")
 
 
 def add_campaign(wh: Warehouse, campaign_id: str, turns: list[TurnRecord]) -> None:

@@ -27,9 +27,16 @@ from ptxcore.schema import (
     RecordedVerdict,
     TargetInstruction,
     TargetInstructionEvidence,
+    TargetWork,
+    TargetWorkShare,
 )
 
 FAKE_GPU = "Fake GPU (tests)"
+
+
+CARRIED = TargetWorkShare(problem_flops=100, problem_min_bytes=100, target_flops=100, target_flops_bound=100,
+                          flops_share=1.0, threshold=0.5, carries=TargetWork.CARRIES, reason="fake: all of the work")
+"""The work share of a fake passing kernel: its target path carried the work (issue 25)."""
 
 
 class FakeJudge:
@@ -57,7 +64,8 @@ class FakeJudge:
             s = float(speedup)
             return JudgeResult(
                 status=EvaluationStatus.PASSED, definition=problem.name, arch=arch.key, environment=env,
-                target_instruction=TargetInstructionEvidence(status=TargetInstruction.EXECUTED, tool="fake"),
+                target_instruction=TargetInstructionEvidence(status=TargetInstruction.EXECUTED, tool="fake",
+                                                             work=CARRIED),
                 correctness=JudgeCorrectness(max_absolute_error=0.001, max_relative_error=0.002),
                 performance=Performance(latency_ms=1.0 / s, reference_latency_ms=1.0, speedup_factor=s),
                 compile=compiled.result if compiled else None, sass=compiled.sass if compiled else None,

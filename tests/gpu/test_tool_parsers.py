@@ -112,7 +112,7 @@ def test_captured_h200_table_layout():
 
     text = (Path(__file__).resolve().parents[1] / "fixtures" / "gpu_tools" / "ncu_source_page_tma_h200.txt").read_text()
     rows, kernels = parse_source_page(text)
-    assert kernels == ["<unnamed>::gemm_tma(CUtensorMap_st, CUtensorMap_st, __nv_bfl"]
+    assert kernels == ["<unnamed>::gemm_tma(CUtensorMap_st, CUtensorMap_st, __nv_bfloat16 *, int, int, int)"]  # joined
     tma = [r for r in rows if r.opcode.startswith("UTMALDG")]
     assert len(tma) == 2 and all(r.thread_inst_executed_true == 573440 for r in tma)
     ev = evidence_from_text(text, get_architecture("hopper"), 0, "ncu 2025.3.1")

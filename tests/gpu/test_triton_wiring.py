@@ -245,9 +245,9 @@ def test_the_cuda_tool_commands_are_unchanged(tools_on_path):
         t, "--tool", "memcheck", "--error-exitcode", "86", "--print-limit", "20", "--show-backtrace", "device",
         py, "-m", "ptxcore.gpu.child", "sanitize", "--library", "/b/k.so", "--problem", GEMM, "--workload", "w",
         "--seed", "7", "--device", "0", "--calls", "1"]
-    assert ncu_command(Path("/b/k.so"), GEMM, "w", 7, 0) == [
+    assert ncu_command(Path("/b/k.so"), GEMM, "w", 7, 0, calls=2) == [
         t, "--replay-mode", "application", "--clock-control", "none", "--page", "source", "--print-source", "sass",
-        "--metrics", "inst_executed,thread_inst_executed_true", "--nvtx", "--nvtx-include", "ptxbench_call/",
+        "--print-kernel-base", "mangled", "--metrics", "inst_executed,thread_inst_executed_true", "--nvtx", "--nvtx-include", "ptxbench_call/",
         "--nvtx-include", "ptxbench_call]", py, "-m", "ptxcore.gpu.child", "profile", "--library", "/b/k.so",
         "--problem", GEMM, "--workload", "w", "--seed", "7", "--device", "0", "--calls", "2"]
 

@@ -7,6 +7,12 @@ The source page lists every SASS instruction of each profiled kernel with the re
 on the row. A family executed when the sum of thread_inst_executed_true over its rows (after the
 architecture's exclusions: commit-closing dummy HGMMA, TMA prefetch) is positive. ncu failing or
 profiling nothing -> `unknown`. Evidence is cached by source sha256 + cubin sha256.
+
+Beyond the paper (issue 25) the evidence also keeps, from every row, the executed count per target SASS shape
+(`target_ops`, for the work share: ptxcore.sass.work) and the kernels profiled in the counted call with their
+launches (`profiled_kernels`, compared with the timed calls' CUPTI kernels: ptxcore.gpu.pipeline.kernelset).
+Names are printed mangled (`--print-kernel-base mangled`), as CUPTI names kernels; the number of calls before
+the counted one is drawn per run.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import secrets
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -24,17 +31,22 @@ from ptxcore.gpu.child.standalone import NVTX_RANGE
 from ptxcore.gpu.harness.triton import TritonFiles, candidate_args
 from ptxcore.sandbox import SandboxStatus, SandboxUnavailableError
 from ptxcore.sass.tools import find_tool
-from ptxcore.schema import StaticTarget, TargetInstruction, TargetInstructionEvidence
+from ptxcore.sass.work import target_ops
+from ptxcore.schema import ProfiledKernel, StaticTarget, TargetInstruction, TargetInstructionEvidence
 
 log = logging.getLogger(__name__)
 
 _ROW = re.compile(r"^\s*(0x[0-9a-fA-F]+)\s+(.*?)\s+([\d,]+)\s+([\d,]+)\s*$")
 _PRED = re.compile(r"^@!?U?P[T\d]+\s+")
 _KERNEL_HEADER = re.compile(
-    r"^\s*(\S.*?)\s+\(\d+,\s*\d+,\s*\d+\)x\(\d+,\s*\d+,\s*\d+\),\s*Context"  # text layout
+    r"^\s*(\S.*?)\s+\((\d+),\s*(\d+),\s*(\d+)\)x\((\d+),\s*(\d+),\s*(\d+)\),\s*Context"  # text layout
     r"|^Kernel Name\s+(\S.*?)\s*$"  # table layout (ncu 2025.3: the name wraps onto the next lines)
 )
+_CONTINUATION = re.compile(r"^\s+(\S.*?)\s*$")
 MAX_RAW_ROWS = 200
+PROFILED_CALLS = (2, 3, 4)
+"""How many calls the profiled child makes (the last one is counted): drawn per run, so the counted call's index
+tells a candidate nothing. ncu replays the whole application per pass; the draw is fixed for the run."""
 
 
 @dataclass(frozen=True)
@@ -51,14 +63,45 @@ class NcuRow:
         return body.split(None, 1)[0].rstrip(";") if body else ""
 
 
-def parse_source_page(text: str) -> tuple[list[NcuRow], list[str]]:
-    """SASS rows with their two trailing counters, and the profiled kernels' names."""
-    rows, kernels = [], []
-    function = ""
+@dataclass(frozen=True)
+class KernelHeader:
+    """One profiled kernel launch as the source page introduces it."""
+
+    name: str
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+
+
+def parse_headers(text: str) -> list[KernelHeader]:
+    """Every profiled launch, in order; a table-layout name that wraps is joined (pieces concatenated: the
+    layout breaks names at the column width, mid-token)."""
+    out: list[KernelHeader] = []
+    wrapping = False
     for line in text.splitlines():
         h = _KERNEL_HEADER.match(line)
-        if h:
-            function = h.group(1) or h.group(2)
+        if h and h.group(1):
+            g = [int(x) for x in h.groups()[1:7]]
+            out.append(KernelHeader(h.group(1), (g[0], g[1], g[2]), (g[3], g[4], g[5])))
+            wrapping = False
+        elif h:
+            out.append(KernelHeader(h.group(8)))
+            wrapping = True
+        elif wrapping and (c := _CONTINUATION.match(line)) and not line.lstrip().startswith("-"):
+            out[-1] = KernelHeader(out[-1].name + c.group(1))
+        else:
+            wrapping = False
+    return out
+
+
+def parse_source_page(text: str) -> tuple[list[NcuRow], list[str]]:
+    """SASS rows with their two trailing counters, and the profiled kernels' names (one per launch)."""
+    rows: list[NcuRow] = []
+    headers = iter(parse_headers(text))
+    kernels: list[str] = []
+    function = ""
+    for line in text.splitlines():
+        if _KERNEL_HEADER.match(line):
+            function = next(headers).name
             kernels.append(function)
             continue
         m = _ROW.match(line)
@@ -66,6 +109,19 @@ def parse_source_page(text: str) -> tuple[list[NcuRow], list[str]]:
             rows.append(NcuRow(function, m.group(1), m.group(2).strip(),
                                int(m.group(3).replace(",", "")), int(m.group(4).replace(",", ""))))
     return rows, kernels
+
+
+def profiled_kernels(text: str) -> list[ProfiledKernel]:
+    """Launches per kernel name in the profiled call, with the grid and block when every launch printed the same."""
+    by_name: dict[str, list[KernelHeader]] = {}
+    for h in parse_headers(text):
+        by_name.setdefault(h.name, []).append(h)
+    out = []
+    for name, hs in sorted(by_name.items()):
+        grids, blocks = {h.grid for h in hs}, {h.block for h in hs}
+        out.append(ProfiledKernel(name=name, launches=len(hs), grid=grids.pop() if len(grids) == 1 else None,
+                                  block=blocks.pop() if len(blocks) == 1 else None))
+    return out
 
 
 def family_counts(rows: list[NcuRow], arch: Architecture) -> tuple[dict[str, int], list[NcuRow]]:
@@ -101,20 +157,25 @@ def evidence_from_text(text: str, arch: Architecture, returncode: int, tool: str
     return TargetInstructionEvidence(
         status=TargetInstruction.EXECUTED if executed else TargetInstruction.NOT_EXECUTED,
         family_thread_inst_executed={k: counts.get(k, 0) for k in sorted({*counts, *required})},
-        raw_rows=raw, reason=f"profiled kernels: {', '.join(k[:80] for k in kernels[:8])}", **base,
+        raw_rows=raw, reason=f"profiled kernels: {', '.join(k[:80] for k in dict.fromkeys(kernels[:8]))}",
+        target_ops=target_ops(rows, arch), profiled_kernels=profiled_kernels(text), **base,
     )
 
 
-def ncu_command(library: Path | TritonFiles, problem: str, workload: str, seed: int, device: int) -> list[str]:
-    """`library`: the TVM-FFI build, or a Triton candidate's files (kernel.py + the session's cache)."""
+def ncu_command(library: Path | TritonFiles, problem: str, workload: str, seed: int, device: int,
+                calls: int | None = None) -> list[str]:
+    """`library`: the TVM-FFI build, or a Triton candidate's files (kernel.py + the session's cache). `calls`: how
+    many calls the child makes, the last one counted (None: drawn from PROFILED_CALLS). Kernel names are printed
+    mangled, as CUPTI names the timed calls' kernels (harness.kernelset compares the two)."""
+    n = calls if calls is not None else secrets.choice(PROFILED_CALLS)
     return [
         find_tool("ncu"), "--replay-mode", "application", "--clock-control", "none",
-        "--page", "source", "--print-source", "sass",
+        "--page", "source", "--print-source", "sass", "--print-kernel-base", "mangled",
         "--metrics", "inst_executed,thread_inst_executed_true",
         "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/", "--nvtx-include", f"{NVTX_RANGE}]",
         sys.executable, "-m", "ptxcore.gpu.child", "profile", *candidate_args(library),
         "--problem", problem, "--workload", workload, "--seed", str(seed), "--device", str(device),
-        "--calls", "2",
+        "--calls", str(n),
     ]
 
 
@@ -134,8 +195,11 @@ class EvidenceCache:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
 
+    VERSION = "v2"
+    """v2: evidence carries per-shape counts and the profiled kernels (v1 entries are misses: re-profiled)."""
+
     def _path(self, source_sha: str, cubin_sha: str) -> Path:
-        return self.root / f"{source_sha[:32]}-{cubin_sha[:32]}.json"
+        return self.root / f"{self.VERSION}-{source_sha[:32]}-{cubin_sha[:32]}.json"
 
     def load(self, source_sha: str, cubin_sha: str) -> TargetInstructionEvidence | None:
         """Verified evidence for this source and build, or None (a missing, tampered or stale entry)."""

@@ -12,6 +12,7 @@ from ptxcore.gpu.errors import InfraError
 from ptxcore.gpu.harness.ncu import EvidenceCache, profile_target
 from ptxcore.gpu.harness.sanitizer import MemcheckOutcome, memcheck_command, run_memcheck
 from ptxcore.gpu.pipeline.caches import JsonCache, cache_key
+from ptxcore.gpu.pipeline.targetwork import with_work
 from ptxcore.gpu.pipeline.verdicts import Verdict
 from ptxcore.problems import Problem
 from ptxcore.schema import (
@@ -86,6 +87,11 @@ class ToolStages:
 
     def evidence(self, compiled, source: str, problem: Problem, workload: str,
                  arch: Architecture) -> TargetInstructionEvidence:  # noqa: ANN001
+        """The target evidence of a passing build with its work share for this workload (issue 25)."""
+        return with_work(self._evidence(compiled, problem, workload, arch), problem, workload, arch)
+
+    def _evidence(self, compiled, problem: Problem, workload: str,
+                  arch: Architecture) -> TargetInstructionEvidence:  # noqa: ANN001
         res = compiled.result
         if compiled.sass is None or compiled.sass.target_static is StaticTarget.ABSENT:
             return self.static_only(compiled, "")

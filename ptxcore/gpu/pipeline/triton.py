@@ -16,6 +16,7 @@ from ptxcore.arch import Architecture
 from ptxcore.gpu.harness.ncu import profile_target
 from ptxcore.gpu.harness.triton import TritonFiles
 from ptxcore.gpu.pipeline.caches import cache_key
+from ptxcore.gpu.pipeline.targetwork import with_work
 from ptxcore.gpu.pipeline.tools import TOOL_SEED_OFFSET, ToolStages
 from ptxcore.gpu.pipeline.verdicts import Verdict
 from ptxcore.problems import Problem
@@ -72,7 +73,14 @@ def _static_verdict(static: TritonStatic, source_sha256: str, ncu_enabled: bool)
 
 def triton_evidence(tools: ToolStages, files: TritonFiles, launches: dict, source_sha256: str, problem: Problem,
                     workload: str, arch: Architecture, result) -> TargetInstructionEvidence:  # noqa: ANN001
-    """Target evidence of a passing Triton candidate; `result.sass` becomes the launched cubins' SASS report."""
+    """Target evidence of a passing Triton candidate, with its work share; `result.sass` becomes the launched
+    cubins' SASS report."""
+    ev = _triton_evidence(tools, files, launches, source_sha256, problem, workload, arch, result)
+    return with_work(ev, problem, workload, arch)
+
+
+def _triton_evidence(tools: ToolStages, files: TritonFiles, launches: dict, source_sha256: str, problem: Problem,
+                     workload: str, arch: Architecture, result) -> TargetInstructionEvidence:  # noqa: ANN001
     try:
         binaries = binaries_from_launches(launches.get("steady", []), files.cache)
         static = static_evidence(binaries, arch)
@@ -105,6 +113,12 @@ def triton_profile_only(tools: ToolStages, source: str, source_sha256: str, prob
                         arch: Architecture, result) -> TargetInstructionEvidence:  # noqa: ANN001
     """The service's /profile for a Triton candidate (no session, so no launch report): ncu over the source's own
     @triton.jit kernels, then the static SASS of every cubin that run compiled into the private cache."""
+    ev = _triton_profile_only(tools, source, source_sha256, problem, workload, arch, result)
+    return with_work(ev, problem, workload, arch)
+
+
+def _triton_profile_only(tools: ToolStages, source: str, source_sha256: str, problem: Problem, workload: str,
+                         arch: Architecture, result) -> TargetInstructionEvidence:  # noqa: ANN001
     if not tools.config.ncu:
         return not_profiled("not profiled: ncu disabled in the judge configuration", source_sha256)
     names = sorted(validate_triton_source(source).jit_kernels)

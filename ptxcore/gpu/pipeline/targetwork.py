@@ -1,0 +1,153 @@
+"""Target credit tied to the work (issue 25), in the judge process: the work share attached to the evidence, and
+the two checks that the counted call is the timed call.
+
+- `with_work`: the share of the problem's useful work the profiled call's target instructions performed, and the
+  carries verdict (ptxcore.sass.work), attached to the evidence. Computed on every judgement, also on a cache hit:
+  the cache is keyed by source and build, the share by the judged workload.
+- `kernel_set_verdict`: the kernels ncu profiled (names, launches per call) against those CUPTI recorded in every
+  timed call; a difference is REWARD_HACK (ncu ran in another process on other inputs: a candidate that behaves
+  differently there is caught by what it launches). Grids are compared where both sides give them.
+- `tensor_time_verdict`: the timed calls' metered tensor-pipe time against the least time the profiled call's
+  tensor FLOPs need at the GPU's peak rate; far less is REWARD_HACK (the same kernels, but the tensor work only
+  under the profiler). Needs the device meter's tensor counters; the rule's slack is to be calibrated on the H200.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ptxcore.arch import Architecture
+from ptxcore.gpu.child.cupti import CallTiming
+from ptxcore.gpu.pipeline.verdicts import Verdict
+from ptxcore.problems import Problem, problem_work
+from ptxcore.sass.work import carry_threshold, evidence_work
+from ptxcore.schema import (
+    EvaluationStatus,
+    TargetInstruction,
+    TargetInstructionEvidence,
+    TargetWork,
+    TimingAudit,
+)
+
+log = logging.getLogger(__name__)
+
+PEAK_TENSOR_FLOPS_PER_S: dict[str, float] = {"hopper": 1978.9e12}
+"""The fastest dense tensor rate of the architecture (H100/H200 SXM: FP8/INT8 1978.9 TFLOPS; BF16/FP16 989.4): the
+least tensor-pipe time for N FLOPs is N / this, whatever the data type."""
+TENSOR_TIME_SLACK = 0.25
+"""The timed calls must show at least this fraction of that least time (sampling error, clocks; to be calibrated
+on the H200 with the wgmma GEMM and attention kernels)."""
+
+
+def with_work(ev: TargetInstructionEvidence, problem: Problem, workload_uuid: str | None,
+              arch: Architecture) -> TargetInstructionEvidence:
+    """The evidence with its work share for this problem's workload (the paper's `status` unchanged)."""
+    work = problem_work(problem, workload_uuid)
+    threshold = carry_threshold(arch, work.carry_threshold)
+    share = evidence_work(ev, work.flops, work.min_bytes, arch, threshold)
+    log.info("target work %s: %s", problem.name, share.reason)
+    return ev.model_copy(update={"work": share})
+
+
+@dataclass(frozen=True)
+class KernelSet:
+    """What one side ran in one call: launches per kernel name (and grids where known)."""
+
+    launches: dict[str, int]
+    grids: dict[str, tuple[int, int, int]] | None = None
+
+
+def _name(n: str) -> str:
+    return "".join(n.split())  # a wrapped ncu name may have lost or gained a space at the wrap
+
+
+def profiled_set(ev: TargetInstructionEvidence) -> KernelSet:
+    grids = {_name(k.name): k.grid for k in ev.profiled_kernels if k.grid is not None}
+    return KernelSet({_name(k.name): k.launches for k in ev.profiled_kernels},
+                     grids if len(grids) == len(ev.profiled_kernels) else None)
+
+
+def _describe(ks: KernelSet) -> str:
+    return ", ".join(f"{n[:60]} x{c}" for n, c in sorted(ks.launches.items())[:4]) or "no kernel"
+
+
+def _overflow(call: CallTiming) -> int | None:
+    """Distinct kernels the call ran beyond the names CUPTI's record lists (None: all are listed)."""
+    last = call.kernel_names[-1] if call.kernel_names else ""
+    if last.startswith("... ") and last.endswith(" more kernels"):
+        return int(last.split()[1])
+    return None
+
+
+def _call_differs(profiled: KernelSet, call: CallTiming, only: set[str] | None) -> str | None:
+    more = _overflow(call)
+    listed = call.kernel_names[:-1] if more is not None else call.kernel_names
+    names = {_name(n) for n in listed}
+    if only is not None:
+        names &= only
+    expected = set(profiled.launches)
+    if more is not None:  # CUPTI lists the first names in sorted order, then how many more there were
+        expected = set(sorted(expected)[: len(listed)]) if len(profiled.launches) == len(listed) + more else None
+    if names != expected:
+        want = set(profiled.launches)
+        extra, missing = sorted(names - want), sorted(want - names)
+        return (f"timed-only kernels {[n[:60] for n in extra[:3]]}, profiled-only kernels "
+                f"{[n[:60] for n in missing[:3]]}" if expected is not None else
+                f"{len(listed) + (more or 0)} distinct kernels in the timed call, {len(want)} profiled")
+    if only is None and call.kernels != sum(profiled.launches.values()):
+        return f"{call.kernels} kernel launches in the timed call, {sum(profiled.launches.values())} profiled"
+    return None
+
+
+def kernel_set_verdict(ev: TargetInstructionEvidence, timed: Sequence[CallTiming],
+                       only: Sequence[str] | None = None, timed_grids: Sequence[dict] | None = None) -> Verdict | None:
+    """REWARD_HACK when the kernels ncu profiled differ from those of any timed call (names, and launches per call
+    when every kernel of the call is profiled); None when they agree or nothing was profiled. `only`: ncu profiled
+    only these kernels (a Triton candidate's), so only they are compared. `timed_grids`: per timed call, name ->
+    grid from CUPTI, when the child records them (not yet: CallTiming has no grid)."""
+    if ev.status is not TargetInstruction.EXECUTED and ev.status is not TargetInstruction.NOT_EXECUTED:
+        return None  # nothing was profiled (absent, unknown): there is no counted call to compare
+    if not ev.profiled_kernels:
+        return Verdict(EvaluationStatus.INFRA_ERROR, "the target evidence names no profiled kernel to compare with "
+                       "the timed calls (evidence from before the kernel-set check)")
+    profiled = profiled_set(ev)
+    keep = {_name(n) for n in only} if only is not None else None
+    for i, call in enumerate(timed):
+        why = _call_differs(profiled, call, keep)
+        if why is None and timed_grids is not None and profiled.grids is not None:
+            why = _grid_differs(profiled.grids, timed_grids[i])
+        if why is not None:
+            return Verdict(EvaluationStatus.REWARD_HACK,
+                           f"the profiled call is not the timed call: {why} (timed call {call.tag}; profiled: "
+                           f"{_describe(profiled)})")
+    return None
+
+
+def _grid_differs(profiled: dict[str, tuple[int, int, int]], timed: dict) -> str | None:
+    for name, grid in profiled.items():
+        got = timed.get(name)
+        if got is not None and tuple(got) != grid:
+            return f"{name[:60]} launched with grid {tuple(got)} when timed, {grid} when profiled"
+    return None
+
+
+def tensor_time_verdict(ev: TargetInstructionEvidence, audit: TimingAudit | None, arch: Architecture,
+                        slack: float = TENSOR_TIME_SLACK) -> Verdict | None:
+    """REWARD_HACK when the target carried the work in the profiled call but every timed trial's metered tensor-pipe
+    time is below `slack` x the least time those FLOPs need at the architecture's peak; None otherwise (also when
+    there is no meter, no tensor counter, or no FLOP count to compare)."""
+    work, peak = ev.work, PEAK_TENSOR_FLOPS_PER_S.get(arch.key)
+    if work is None or work.carries is not TargetWork.CARRIES or not work.target_flops or peak is None or audit is None:
+        return None
+    trials = [t for t in audit.trials if t.tensor_active_share is not None and t.busy_median_ms is not None]
+    if not trials:
+        return None
+    least_ms = work.target_flops / peak * 1e3
+    seen = [t.tensor_active_share * t.busy_median_ms for t in trials]
+    if max(seen) >= slack * least_ms:
+        return None
+    return Verdict(EvaluationStatus.REWARD_HACK,
+                   f"the profiled call ran {work.target_flops:,} tensor FLOPs (at least {least_ms:.3g} ms of tensor "
+                   f"pipe at peak), the timed calls' tensor pipe was active at most {max(seen):.3g} ms per call")
