@@ -260,3 +260,26 @@ def test_a_failed_call_stops_the_meter_and_the_failure_is_the_outcome(monkeypatc
     with pytest.raises(CallFailed, match="boom"):
         d.timed_trial(0, warmup=0, iters=1, permute=False)
     assert meter.events == ["start"] and d.trials == []
+
+
+# ---- issue 25: the counted call is the timed call, wired in the judge -----------------------------------------
+
+def test_a_profiled_kernel_set_other_than_the_timed_one_fails_the_judgement(monkeypatch):
+    from ptxcore.arch import get_architecture
+    from ptxcore.gpu import JudgeConfig
+    from ptxcore.gpu.pipeline.judge import GpuJudge
+    from ptxcore.gpu.pipeline.session import SessionOutcome
+    from ptxcore.schema import ProfiledKernel, StaticTarget, TargetInstruction, TargetInstructionEvidence
+
+    ev = TargetInstructionEvidence(status=TargetInstruction.EXECUTED, static=StaticTarget.PRESENT,
+                                   profiled_kernels=[ProfiledKernel(name="_Z8gemm_tmav", launches=1)])
+    rec = CallRecord(5, "timed", 0, 1)
+    rec.timing = CallTiming(5, 750_000, 1, 1, (), ("_Z9gemm_coreii",))
+    out = SessionOutcome(timed=[rec])
+    judge = object.__new__(GpuJudge)
+    plan = _session(SessionMode.FFI, None).plan
+    v = judge._counted_is_timed(plan, out, ev, get_architecture("hopper"))
+    assert v.status is EvaluationStatus.REWARD_HACK and "the profiled call is not the timed call" in v.reason
+    rec.timing = CallTiming(5, 750_000, 1, 1, (), ("_Z8gemm_tmav",))
+    assert judge._counted_is_timed(plan, out, ev, get_architecture("hopper")) is None
+    assert JudgeConfig().meter is True  # the audit runs unless configured off
