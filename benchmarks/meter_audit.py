@@ -81,7 +81,8 @@ def main() -> int:
             for on in ((True, False) if i % 2 == 0 else (False, True)):
                 judge.gpu().meter = meter if on else None
                 t0 = time.monotonic()
-                row = _row(judge.judge(source, prob, hopper), "meter" if on else "no-meter")
+                lang = "triton" if path.endswith(".py") else "cuda"
+                row = _row(judge.judge(source, prob, hopper, language=lang), "meter" if on else "no-meter")
                 row.update(kernel=path, problem=problem, wall_s=time.monotonic() - t0)
                 rows.append(row)
                 print(f"  {problem:24s} {Path(path).name:18s} {row['arm']:9s} {row['status']:12s} "
