@@ -146,7 +146,7 @@ def test_mode_triton_loads_calls_and_reports_launches_and_kernel_names(monkeypat
     s = _bare_session(monkeypatch, records)
     s.load({"source": "/w/kernel.py", "triton_cache": "/w/triton-cache"})
     assert s.fn.loaded == ("/w/kernel.py", "/w/triton-cache", 1)
-    s.slots[0] = child_session.Slot([], ["A", "B", "C"], [], ["C"])
+    s.slots[0] = child_session.Slot([], ["A", "B", "C"], [], ["C"], [])
     assert "wall_ns" in s.call({"slot": 0, "tag": 0})
     assert s.fn.calls == [["A", "B", "C"]]
     assert s.launches({})["kernels"] == ["gemm"]

@@ -42,6 +42,10 @@ class Slot:
     args: list
     names: list[str]
     outputs: list[str]
+    raws: list
+    """The (name, RawTensor | scalar) pairs the arguments were made from: held for the slot's lifetime, since a
+    TVM-FFI view made from a RawTensor reads the shape array the RawTensor keeps (freed with it otherwise: on
+    the H200 the default protocol's calls then saw garbage shapes after a few dozen calls)."""
 
 
 class Session:
@@ -97,7 +101,7 @@ class Session:
             ptr = driver.ipc_open(bytes.fromhex(t["handle"]))
             mapped.append(ptr)
             raws.append((t["name"], RawTensor(ptr, tuple(t["shape"]), t["dtype"], device_id=self.device)))
-        self.slots[msg["slot"]] = Slot(mapped, self._wrap(raws), [n for n, _ in raws], list(msg["outputs"]))
+        self.slots[msg["slot"]] = Slot(mapped, self._wrap(raws), [n for n, _ in raws], list(msg["outputs"]), raws)
         return {}
 
     def _wrap(self, raws: list) -> list:
