@@ -397,7 +397,7 @@ def fake_gpu_judge(monkeypatch, tmp_path):
     from ptxcore.gpu.harness.compare import CompareStats
     from ptxcore.gpu.pipeline import judge as judge_module
     from ptxcore.gpu.pipeline.session import SessionOutcome
-    from ptxcore.schema import TargetInstruction, TargetInstructionEvidence
+    from ptxcore.schema import ProfiledKernel, TargetInstruction, TargetInstructionEvidence
 
     checked = CallRecord(0, "correctness", 0, 0)
     checked.stats = CompareStats(100, 0, 0, 0, 0, 0.001, 0.002)
@@ -423,7 +423,8 @@ def fake_gpu_judge(monkeypatch, tmp_path):
     def evidence(tools: ToolStages, files: TritonFiles, launches: dict, sha: str, problem: Problem, workload: str,
                  arch: Architecture, result: ResultBuilder) -> TargetInstructionEvidence:
         seen["evidence"] = files.root
-        return TargetInstructionEvidence(status=TargetInstruction.EXECUTED, source_sha256=sha, tool="ncu (fake)")
+        return TargetInstructionEvidence(status=TargetInstruction.EXECUTED, source_sha256=sha, tool="ncu (fake)",
+                                         profiled_kernels=[ProfiledKernel(name="gemm_nt_tma_persistent", launches=1)])
 
     monkeypatch.setattr(judge_module, "gpu_available", lambda: True)
     monkeypatch.setattr(judge_module, "CandidateSession", FakeSession)
