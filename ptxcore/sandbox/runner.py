@@ -28,7 +28,15 @@ from pathlib import Path
 
 from ptxcore.schema import SandboxMode
 
-from .bwrap import INSTALL_HINT, NOBODY, SandboxUnavailableError, bwrap_argv, caller_is_root, sandbox_env
+from .bwrap import (
+    BWRAP_ENV,
+    INSTALL_HINT,
+    NOBODY,
+    SandboxUnavailableError,
+    bwrap_argv,
+    caller_is_root,
+    sandbox_env,
+)
 from .limits import effective_uid, with_limits
 from .models import RunAs, SandboxOutcome, SandboxPolicy, SandboxStatus
 
@@ -449,11 +457,16 @@ def run(cmd: list[str], policy: SandboxPolicy, timeout_s: float, files: dict[str
 _WARNED: set[str] = set()
 
 
-# ---- can this policy's sandbox start here? (probed once per policy and user) ----------------------------
+# ---- can this policy's sandbox start here? (probed once per policy, user and bwrap binary) --------------
+
+def _probe(policy_json: str, as_nobody: bool) -> str | None:
+    """None when a trivial command runs under this policy; else bwrap's complaint (first line). The answer
+    is kept per policy, user and $PTXBENCH_BWRAP: another binary is probed anew."""
+    return _probe_with(policy_json, as_nobody, os.environ.get(BWRAP_ENV))
+
 
 @functools.lru_cache(maxsize=64)
-def _probe(policy_json: str, as_nobody: bool) -> str | None:
-    """None when a trivial command runs under this policy; else bwrap's complaint (first line)."""
+def _probe_with(policy_json: str, as_nobody: bool, bwrap_env: str | None) -> str | None:
     policy = SandboxPolicy.model_validate_json(policy_json)
     forced = policy.model_copy(update={"run_as": RunAs.NOBODY if as_nobody else RunAs.CALLER})
     try:
