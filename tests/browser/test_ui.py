@@ -24,7 +24,7 @@ import pytest
 
 from .ui_checks import Shots, check_mlflow_landing, check_mlflow_runs, check_prefect
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(2400)]  # the demo run: up to 1500 s
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

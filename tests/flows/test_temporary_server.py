@@ -79,6 +79,7 @@ def wait_for_server(proc: subprocess.Popen, timeout_s: float) -> tuple[int, int]
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # its own waits: 300 s for the server, 120 s for the exit
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
 def test_the_temporary_server_dies_with_the_campaign(sig, tmp_path, repo_root, compile_cache_dir):
