@@ -10,7 +10,8 @@
 
 `-n auto` (pytest-xdist) runs the tests in worker processes: one more than the CPUs (many tests wait on
 servers and subprocesses), none where a GPU is visible (GPU tests stay alone on their GPU). The workers share
-one cache root (`compile_cache_dir`), so a kernel is built once per session.
+one cache root (`compile_cache_dir`), so a kernel is built once per session; each worker that runs a flow test
+starts its own Prefect test server (xdist's `--dist loadgroup` does not group under pytest 9.2).
 """
 
 from __future__ import annotations
