@@ -80,12 +80,12 @@ def test_a_grid_product_over_the_bound_is_refused_without_expanding_it():
     text = BASE.format(model="replay/scripted\n    label: m-first", extra="").replace(
         "models:\n", "models:\n" + models, 1).replace("trajectories: 1", "trajectories: 100000")
     config = parse_campaign(text, where="big.yaml")
-    t0 = time.monotonic()
+    t0 = time.process_time()  # this process's CPU: parallel workers cannot inflate it, as they do wall time
     with pytest.raises(CampaignConfigError, match=r"= 200,100,000 trajectories, more than the 100,000"):
         plan_campaign(config)  # expanding 2e8 plans would take minutes and gigabytes
     with pytest.raises(CampaignConfigError, match="more than the 100,000"):
         preflight(config)
-    assert time.monotonic() - t0 < 5
+    assert time.process_time() - t0 < 5
 
 
 # -- models, providers, replay libraries, keys --------------------------------------------------------------

@@ -33,7 +33,7 @@ from .ui_checks import (
     check_prefect_recorded_and_resume,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(2400)]  # the demo run: up to 1500 s
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

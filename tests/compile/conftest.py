@@ -25,7 +25,7 @@ VENDOR_HEADERS = {
 
 @pytest.fixture(scope="session")
 def cache(compile_cache_dir) -> CompileCache:
-    return CompileCache(compile_cache_dir)
+    return CompileCache(compile_cache_dir / "compile")
 
 
 def world_readable_dir(prefix: str) -> Path:

@@ -94,6 +94,7 @@ def test_an_entry_moved_under_another_key_is_refused(entry):
 # ---- end to end with nvcc ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # three nvcc builds; the tampering cases above run by default without nvcc
 def test_tampered_entries_are_rebuilt_with_the_right_verdict(fixtures_dir, tmp_path):
     cache = CompileCache(tmp_path)
     source = (fixtures_dir / "kernels" / "dummy_gmma_sm90.cu").read_text() + "\n// tamper test\n"

@@ -48,6 +48,6 @@ def test_adjacent_literals_join_and_escapes_decode():
 def test_the_scan_is_linear_on_hostile_shapes():
     for text in ('"' * 1_000_000, "'" * 1_000_000, 'R"(' * 200_000, '"\\x' + "f" * 1_000_000 + '"',
                  ('"a"' + " " * 100 + "\n#x\n") * 50_000):
-        started = time.monotonic()
+        started = time.process_time()  # this process's CPU: parallel workers cannot inflate it, as they do wall time
         find_embedding(text)
-        assert time.monotonic() - started < 5, text[:20]
+        assert time.process_time() - started < 5, text[:20]

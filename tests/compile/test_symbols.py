@@ -16,14 +16,14 @@ HOPPER = get_architecture("hopper")
 
 def test_timer_patch_through_the_python_c_api_is_rejected(compile_cache_dir):
     r = compile_candidate((HOSTILE / "h10_timer_patch.cu").read_text(), BuildOptions(HOPPER),
-                          CompileCache(compile_cache_dir))
+                          CompileCache(compile_cache_dir / "compile"))
     assert r.result.status is CompileStatus.REJECTED and "Python C API (PyRun_SimpleString" in r.result.reason
     assert r.artifact is None
 
 
 def test_an_honest_build_imports_nothing_forbidden(compile_cache_dir):
     r = compile_candidate((CONTROLS / "01_gemm_cuda_core.cu").read_text(), BuildOptions(HOPPER),
-                          CompileCache(compile_cache_dir))
+                          CompileCache(compile_cache_dir / "compile"))
     assert r.result.status is CompileStatus.COMPILED
     names = undefined_symbols(r.artifact)
     assert "TVMFFIEnvGetStream" in names and forbidden_import(r.artifact) is None

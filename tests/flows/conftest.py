@@ -1,4 +1,5 @@
-"""Flow tests share one Prefect test server (it takes tens of seconds to start on a 2-core machine)."""
+"""Flow tests share one Prefect test server per session (per xdist worker: `-n auto`); it takes tens of seconds
+to start on a 2-core machine."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ concurrency:
 
 @pytest.fixture(scope="session")
 def prefect_api() -> str:
-    """A temporary Prefect server for the whole session; yields its API URL."""
+    """A temporary Prefect server for the whole session (each xdist worker has its own); yields its API URL."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     # A task waiting for a tag slot polls after the server's Retry-After (up to 30 s by default).
     os.environ.setdefault("PREFECT_SERVER_TASKS_TAG_CONCURRENCY_SLOT_WAIT_SECONDS", "1")

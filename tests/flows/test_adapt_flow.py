@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from flows.adapt import adapt_build_flow
@@ -52,6 +53,7 @@ def _teacher(tmp_path) -> None:
     register_source("adapt-test-teacher", ReplayLibrary(root))
 
 
+@pytest.mark.slow
 def test_adapt_build_flow_end_to_end_then_resume(flow_env, tmp_path):
     wh_path = tmp_path / "wh.duckdb"
     cfg = write_config(tmp_path / "src.yaml", "adapt-src", turns=2, problems="[mha_with_lse_d128]")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 
 from flows.campaign import campaign_flow
@@ -28,6 +29,7 @@ def _corpus(repo_root):
                    [note("softmax row max before exp", do_not_do=["write zeros to O"])], speedup=0.3)]
 
 
+@pytest.mark.slow
 def test_notes_condition_end_to_end(flow_env, repo_root):
     tmp = flow_env["tmp"]
     write_notes_file(_corpus(repo_root), tmp / "notes.jsonl")

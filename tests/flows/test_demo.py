@@ -13,6 +13,7 @@ from ptxcore.warehouse import Warehouse
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_demo_campaign_end_to_end(flow_env, repo_root):
     summary = campaign_flow(config_path=str(repo_root / "campaigns" / "demo.yaml"), turns=2,
                             warehouse=str(flow_env["tmp"] / "demo.duckdb"), mlflow_tracking_uri=flow_env["mlflow_uri"],

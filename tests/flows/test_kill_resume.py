@@ -11,6 +11,7 @@ import sys
 import time
 from collections import Counter
 
+import pytest
 from mlflow import MlflowClient
 
 from ptxcore.warehouse import Warehouse
@@ -31,6 +32,8 @@ def campaign_cmd(cfg, flow_env) -> list[str]:
             "--mlflow-uri", flow_env["mlflow_uri"], "--judge-plugin", "tests.flows.fakes:fake_judge"]
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # its own waits: 420 s for the kill, 600 s for the resume
 def test_sigkill_then_resume_gives_exactly_the_planned_turns(flow_env, repo_root):
     cfg = write_config(flow_env["tmp"] / "killme.yaml", "killme", slots=4, trajectories=2,
                        problems="[mha_with_lse_d128]")

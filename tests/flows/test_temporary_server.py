@@ -94,6 +94,7 @@ def flow_running(port: int) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # its own waits: 300 s for the server, 120 s for the exit
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
 def test_the_temporary_server_dies_with_the_campaign(sig, tmp_path, repo_root, compile_cache_dir):

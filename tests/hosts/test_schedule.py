@@ -1,7 +1,9 @@
 """Schedules for real: `ptxbench campaign deploy --cron` on a long-lived `prefect server start`, a process worker
 (`prefect worker start --pool ...`), and Prefect's own scheduler starting the run at the cron time; the test only
-watches. The cron names one minute (the first whole minute at least 75 s away), so exactly one run is due in the
-test's window and its scheduled time proves that the cron expression, not the test, started it.
+watches. The cron names one second of the day (Prefect's croniter takes a sixth field, the second: `M H * * * S`;
+the first whole second at least LEAD_S away), so exactly one run is due in the test's window and its scheduled
+time proves that the cron expression, not the test, started it; the test waits for that second, not for a
+wall-clock minute.
 
 The campaign is the demo's (replay/demo model, Hopper pack) cut to one problem and one turn, with its warehouse and
 MLflow store in the test's directory (a deployment's campaign file names them; the worker passes no overrides).
@@ -23,7 +25,7 @@ import pytest
 
 from ptxcore.warehouse import Warehouse
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # its own waits are bounded
 
 CLI = "from flows.cli.main import app; app()"
 PREFECT = str(Path(sys.executable).with_name("prefect"))
@@ -92,9 +94,12 @@ def server(tmp_path):
     log.close()
 
 
-def _due_minute(lead_s: float = 75) -> dt.datetime:
+LEAD_S = 45  # covers `campaign deploy` (a fresh CLI process) and the scheduler's pass over new deployments (5 s)
+
+
+def _due_second(lead_s: float = LEAD_S) -> dt.datetime:
     t = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=lead_s)
-    return t.replace(second=0, microsecond=0) + dt.timedelta(minutes=1)
+    return t.replace(microsecond=0) + dt.timedelta(seconds=1)
 
 
 def _runs_of(api: str, deployment_id: str) -> list[dict]:
@@ -110,14 +115,16 @@ def test_prefect_scheduler_starts_the_deployed_campaign_and_a_process_worker_run
     name = f"sched{os.getpid()}"
     cfg = tmp_path / f"{name}.yaml"
     cfg.write_text(CAMPAIGN.format(name=name, warehouse=tmp_path / "wh.duckdb", mlruns=tmp_path / "mlruns"))
-    due = _due_minute()
-    cron = f"{due.minute} {due.hour} * * *"
+    due = _due_second()
+    cron = f"{due.minute} {due.hour} * * * {due.second}"
     pool = f"ptxbench-test-{os.getpid()}"
     env = _env(PREFECT_API_URL=server, PREFECT_HOME=str(tmp_path / "client-home"),
                PTXBENCH_CACHE_DIR=str(compile_cache_dir))
     out = subprocess.run([sys.executable, "-c", CLI, "campaign", "deploy", str(cfg), "--cron", cron, "--pool", pool],
                          cwd=repo_root, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and f"deployment campaign/{name}" in out.stdout, out.stdout + out.stderr
+    left_s = (due - dt.datetime.now(dt.UTC)).total_seconds()
+    assert left_s > 10, f"deploying left {left_s:.0f} s of the {LEAD_S} s lead (the scheduler needs 5): raise LEAD_S"
     dep = httpx.get(f"{server}/deployments/name/campaign/{name}", timeout=30).json()
     assert [s["schedule"]["cron"] for s in dep["schedules"]] == [cron]
     assert all(r["state"]["type"] == "SCHEDULED" for r in _runs_of(server, dep["id"]))  # none started yet
@@ -151,5 +158,5 @@ def test_prefect_scheduler_starts_the_deployed_campaign_and_a_process_worker_run
     with Warehouse(tmp_path / "wh.duckdb", read_only=True) as wh:
         turns = wh.turns(name)
     assert [(t.turn, t.problem) for t in turns] == [(0, "gemm_n7168_k5120")], turns
-    print(f"\nschedule: cron {cron!r} due {due:%H:%M:%S}Z, run started "
+    print(f"\nschedule: cron {cron!r} due {due:%H:%M:%S}Z ({left_s:.0f} s left after deploying), run started "
           f"{dt.datetime.fromisoformat(run['start_time']):%H:%M:%S}Z and completed; total {time.monotonic() - t0:.0f} s")

@@ -25,7 +25,7 @@ from tests.waiting import wait_for
 
 from .netns import Host, clean_env, host_pair, netns_unavailable
 
-pytestmark = [pytest.mark.slow, pytest.mark.netns]
+pytestmark = [pytest.mark.slow, pytest.mark.netns, pytest.mark.timeout(2400)]  # its own waits add up to ~2300 s
 
 CLI = "from flows.cli.main import app; app()"
 PREFECT = str(Path(sys.executable).with_name("prefect"))

@@ -12,4 +12,4 @@ KERNELS = Path(__file__).resolve().parent / "kernels"
 
 @pytest.fixture(scope="session")
 def cache(compile_cache_dir) -> CompileCache:
-    return CompileCache(compile_cache_dir)
+    return CompileCache(compile_cache_dir / "compile")

@@ -194,6 +194,15 @@ def test_missing_bwrap_is_an_infrastructure_error(policy, monkeypatch):
         sh("true", policy)
 
 
+def test_the_probe_follows_the_bwrap_binary(policy, monkeypatch):
+    """A probe's answer belongs to one bwrap: a missing binary once does not refuse the real one after."""
+    monkeypatch.setenv("PTXBENCH_BWRAP", "/nonexistent/bwrap")
+    with pytest.raises(SandboxUnavailableError, match="PTXBENCH_BWRAP"):
+        sh("true", policy)
+    monkeypatch.undo()  # the machine's own bwrap again
+    assert sh("echo fine", policy).stdout == "fine\n"
+
+
 def test_a_broken_mount_is_an_infrastructure_error_not_an_exit_code(policy):
     broken = policy.model_copy(update={"mounts": (*policy.mounts, *presets.tree_mounts([]),
                                                   presets.ro("/nonexistent-for-test"))})
