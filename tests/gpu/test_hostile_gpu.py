@@ -181,7 +181,8 @@ def test_host_memory_exhaustion_is_stopped_at_the_stage_limit(judge, monkeypatch
 
 def test_spans_forged_through_dlsym_are_contradicted_by_the_meter(judge):
     """Issue 24: no Python symbol imported, the interpreter reached by dlsym, the span computation rewritten so
-    that every call looks ten times faster (on the H200 before the meter: PASSED at ten times its speedup)."""
+    that every call looks ten times faster (the issue's version of this attack was PASSED at ten times its speedup
+    on the H200 before the meter)."""
     r, _ = _judge(judge, "h12_forge_spans_dlsym.cu")
     assert r.status is S.REWARD_HACK and "forged its timing" in r.reason, r.reason
     trial = r.timing_audit.trials[0]
