@@ -217,8 +217,7 @@ def test_the_workspace_holds_a_read_only_kernel_and_a_private_cache(tmp_path):
         assert files.source.read_text() == "import triton\n" and files.cache.is_dir()
         assert not files.source.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
         assert stat.S_IMODE(files.root.stat().st_mode) == 0o700
-        assert files.load_message() == {"mode": "triton", "source": str(files.source),
-                                        "triton_cache": str(files.cache)}
+        assert files.load_message() == {"source": str(files.source), "triton_cache": str(files.cache)}
         assert candidate_args(files) == ["--triton-source", str(files.source), "--triton-cache", str(files.cache)]
     assert not files.root.exists()
     assert candidate_args(Path("/b/kernel.so")) == ["--library", "/b/kernel.so"]
@@ -449,7 +448,7 @@ def test_a_valid_triton_kernel_runs_the_session_in_mode_triton_on_a_private_work
     assert r.target_instruction.status is TargetInstruction.EXECUTED and r.compile.flags == ["triton"]
     plan = seen["plan"]
     assert plan.mode is SessionMode.TRITON and plan.enforce_rules and plan.needed == ()
-    assert plan.load["mode"] == "triton" and seen["kernel_during_session"] == SOLUTION
+    assert "mode" not in plan.load and seen["kernel_during_session"] == SOLUTION
     root = Path(plan.load["source"]).parent
     assert plan.load["triton_cache"] == str(root / "triton-cache")
     assert seen["memcheck"] == (root, ["gemm_nt_tma_persistent"], r.compile.source_sha256)

@@ -37,8 +37,6 @@ log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[3]
 PACKAGE = REPO / "ptxcore"
 LIBRARY_NAME = "kernel.so"
-CANDIDATE_MODES = frozenset({"ffi", "triton"})
-"""Child-session modes that run candidate code (the baseline's mode runs ours)."""
 PASSED_ENV = (
     "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_DEVICE_ORDER", "NVIDIA_DRIVER_CAPABILITIES", "LANG",
     "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "PTXBENCH_TRITON_SANITIZER",

@@ -48,8 +48,8 @@ class TritonFiles:
         return files
 
     def load_message(self) -> dict:
-        """The session child's LOAD arguments (mode triton)."""
-        return {"mode": "triton", "source": str(self.source), "triton_cache": str(self.cache)}
+        """The session child's LOAD arguments (the session's mode, triton, is its command line's)."""
+        return {"source": str(self.source), "triton_cache": str(self.cache)}
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
