@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prefect import flow
 from prefect.futures import wait
@@ -51,6 +52,9 @@ from .campaign import run_campaign
 from .limits import ensure_limits, llm_tag
 from .replay import make_client, make_client_check
 from .runtime import Prompt
+
+if TYPE_CHECKING:
+    from ptxcore.adapt import Recipe
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +130,7 @@ def build_context(recipe_path: str, warehouse: str | None = None, build_id: str 
         raise AdaptError(f"--build-id {str(build_id)[:80]!r}: use letters, digits, '_', '-', '.' (at most 100)") from exc
 
 
-def check_recipe_addresses(recipe, where: str, text: str) -> None:  # noqa: ANN001 - ptxcore.adapt.Recipe
+def check_recipe_addresses(recipe: Recipe, where: str, text: str) -> None:
     """The recipe's models (key variables, servers) and the teacher's judge routes, before any step runs: a recipe
     alone may not choose where a key or the profiler token is sent (ptxcore.agent.endpoints)."""
     from ptxcore.agent.endpoints import EndpointError, allowed_endpoints, check_route

@@ -12,6 +12,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from prefect.artifacts import (
@@ -26,6 +27,9 @@ from ptxcore.agent import CampaignSummary, HeadlineRow, TrajectoryPlan
 from ptxcore.agent.summary import headline_columns, headline_markdown
 from ptxcore.schema import EvaluationStatus, TrajectoryRecord, TurnRecord
 from tasks.states import RECORDED_SUFFIX, outcome
+
+if TYPE_CHECKING:
+    from prefect.client.orchestration import SyncPrefectClient
 
 
 def artifact_key(campaign_id: str, what: str) -> str:
@@ -116,7 +120,7 @@ def tag_this_flow_run(tags: Sequence[str]) -> None:
         client.update_flow_run(flow_run.id, tags=current + [t for t in tags if t not in current])
 
 
-def _campaign_runs(client, campaign_id: str) -> list:  # noqa: ANN001 - a Prefect sync client
+def _campaign_runs(client: SyncPrefectClient, campaign_id: str) -> list:
     """Top-level `campaign` flow runs tagged with this campaign, oldest first."""
     from prefect.client.schemas.filters import (
         FlowFilter,

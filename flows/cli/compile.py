@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
 import typer
 
 from .errors import kernel_language, one_line_errors, read_text_file
 from .output import console_for
 
+if TYPE_CHECKING:
+    from ptxcore.compile import CompiledCandidate
+
 _DYNAMIC_SMEM = re.compile(r"\bextern\b[^;{}]*\b__shared__\b")
 """`extern __shared__ ... smem[];`: shared memory sized at launch, which ptxas (static sizes only) cannot report."""
 
 
-def compile_payload(compiled, source: str = "") -> dict:  # noqa: ANN001 - CompiledCandidate
+def compile_payload(compiled: CompiledCandidate, source: str = "") -> dict:
     """The JSON envelope of the compile command (`dynamic_smem`: the source declares launch-sized shared memory)."""
     r = compiled.result
     payload = {

@@ -5,9 +5,12 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
+
+if TYPE_CHECKING:
+    from ptxcore.schema import Language
 
 
 class UserError(Exception):
@@ -66,7 +69,7 @@ def read_text_file(path: str) -> str:
         raise UserError(str(exc)) from None
 
 
-def kernel_language(value: str | None, kernel: str):  # noqa: ANN201 - ptxcore.schema.Language
+def kernel_language(value: str | None, kernel: str) -> Language:
     """--language, else the file suffix (.py: triton, else cuda), for every command that takes a kernel file;
     a language nothing judges is a user error."""
     from ptxcore.schema import JUDGED_LANGUAGES, Language

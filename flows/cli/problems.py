@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from .errors import one_line_errors
 from .output import add_row, console_for, echo_json, print_table, table
+
+if TYPE_CHECKING:
+    from ptxcore.problems import Problem, ProblemWork
 
 app = typer.Typer(help="The problem catalog (FlashInfer-Trace definitions + our extensions).", no_args_is_help=True)
 
@@ -56,7 +61,7 @@ def show(
     _show_human(p, work)
 
 
-def _show_human(p, work) -> None:  # noqa: ANN001 - Problem, ProblemWork
+def _show_human(p: Problem, work: ProblemWork) -> None:
     d, ext = p.definition, p.extension
     tol = ext.tolerance
     lines = [f"{d.name} ({d.op_type}{', primary' if ext.primary else ''})", d.description or "",

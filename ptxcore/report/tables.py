@@ -17,7 +17,7 @@ turn, NOT_EVALUATED ("n/e") a group no GPU judged, and RANGE ("–") only ever s
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ptxcore.metrics import TurnMetrics, TurnOutcome, VariantSpread
 from ptxcore.schema import EvaluationStatus, FrozenModel
@@ -151,7 +151,8 @@ def k_label(metrics: Sequence[TurnMetrics], ks: Sequence[int]) -> str:
 
 
 def _layout(metrics: Sequence[TurnMetrics], ks: Sequence[int], speed: bool, title: str, key: str,
-            unjudged: Unjudged, recorded: Recorded, render=None) -> list[Table]:  # noqa: ANN001 - render: {k: TurnMetrics} -> str
+            unjudged: Unjudged, recorded: Recorded,
+            render: Callable[[dict[int, TurnMetrics]], str] | None = None) -> list[Table]:
     """Per architecture: one row per model, one column per problem; `render` draws a cell (default: the paper's)."""
     render = render or (lambda c: _cell(c, ks, speed))
     cells = _index(metrics)
@@ -165,7 +166,8 @@ def _layout(metrics: Sequence[TurnMetrics], ks: Sequence[int], speed: bool, titl
     return tables
 
 
-def _pick(cells: dict, key: tuple, unjudged: Unjudged, render, recorded: Recorded) -> str:  # noqa: ANN001
+def _pick(cells: dict, key: tuple, unjudged: Unjudged, render: Callable[[dict[int, TurnMetrics]], str],
+          recorded: Recorded) -> str:
     if key not in cells:
         return ""
     group = (key[0], key[1], key[-1])

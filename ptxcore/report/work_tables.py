@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ptxcore.metrics import TurnMetrics
 
-from .tables import Recorded, Table, Unjudged, _layout, fmt_rate, fmt_speedup
+from .tables import Recorded, Table, Unjudged, _layout, fmt_rate, fmt_speedup, k_label
 
 NOT_MEASURED = "n/m"
 """Cell text for a group without a single work verdict."""
@@ -45,6 +45,6 @@ def work_tables(metrics: Sequence[TurnMetrics], ks: Sequence[int] = (1, 4, 8), u
                 speed: bool = False, recorded: Recorded | None = None) -> list[Table]:
     """Per architecture, one row per model, one column per problem (Tables 1 / 7's layout)."""
     what = "Work best speedup" if speed else "Target-work turn correctness rate, %"
-    return _layout(metrics, ks, speed, f"{what} (k = {' / '.join(map(str, ks))})",
+    return _layout(metrics, ks, speed, f"{what} (k = {k_label(metrics, ks)})",
                    "work_speedup" if speed else "work_rate", unjudged, recorded or {},
                    render=lambda c: _cell(c, ks, speed))

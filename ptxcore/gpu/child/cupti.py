@@ -119,10 +119,10 @@ class CuptiRecorder:
         for kind in self.KINDS:
             cupti.activity_enable(getattr(cupti.ActivityKind, kind))
 
-    def _requested(self):  # noqa: ANN202 - cupti callback
+    def _requested(self) -> tuple[int, int]:  # cupti's buffer-request callback: (size, max records)
         return self.BUFFER_BYTES, 0
 
-    def _completed(self, activities) -> None:  # noqa: ANN001 - cupti callback
+    def _completed(self, activities: list) -> None:  # cupti's buffer-completed callback
         kinds = self._cupti.ActivityKind
         out = []
         for a in activities:

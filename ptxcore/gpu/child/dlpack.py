@@ -87,7 +87,7 @@ class RawTensor:
     def __dlpack_device__(self) -> tuple[int, int]:
         return (self.device_type, self.device_id)
 
-    def __dlpack__(self, stream=None, **_kwargs):  # noqa: ANN001 - protocol signature
+    def __dlpack__(self, stream: int | None = None, **_kwargs: object) -> object:  # a PyCapsule
         ndim = len(self.shape)
         shape = (ctypes.c_int64 * max(ndim, 1))(*self.shape)
         code, bits = DTYPES[self.dtype]

@@ -28,8 +28,13 @@ from ptxcore.gpu.harness.state import WorkloadState
 from ptxcore.gpu.messages import CallReply, ChildOp, TimingsReply
 
 if TYPE_CHECKING:
+    import torch
+
+    from ptxcore.gpu.harness.buffers import SharedSlot
     from ptxcore.gpu.harness.l2 import L2Flusher
     from ptxcore.gpu.harness.meter import DeviceMeter, MeterTrace
+    from ptxcore.gpu.harness.state import TrialData
+    from ptxcore.gpu.harness.workloads import TensorInfo
 
 log = logging.getLogger(__name__)
 
@@ -106,14 +111,14 @@ class CallDriver:
         self.first_call_timeout_s = first_call_timeout_s
         self.meter = meter
         self.clock: Callable[[], int] = meter.now_ns if meter is not None else time.perf_counter_ns
-        self.new_event: Callable[[], object] = _recorded_event
+        self.new_event: Callable[[], torch.cuda.Event] = _recorded_event
         self.comparator = GpuComparator(capacity)
         self.records: list[CallRecord] = []
         self.trials: list[MeteredTrial] = []
         self._last_perm: dict[int, object] = {}
         self._keep: list = []
         self._perms: dict[int, object] = {}
-        self._open_gap: tuple[CallRecord, object] | None = None  # (last call, event after its reply)
+        self._open_gap: tuple[CallRecord, torch.cuda.Event] | None = None  # (last call, event after its reply)
         self.host_s = {"harness_prepare": 0.0, "harness_call_roundtrip": 0.0, "harness_compare_queue": 0.0,
                        "child_call_wall": 0.0}
         self.l2_resets = 0
@@ -126,7 +131,7 @@ class CallDriver:
             if not reply.ok:
                 raise CallFailed(CallRecord(None, "bind", i, None), reply.error or "bind failed")
 
-    def call(self, phase: str, trial: int, index: int, perm=None) -> CallRecord:  # noqa: ANN001 - torch tensor
+    def call(self, phase: str, trial: int, index: int, perm: torch.Tensor | None = None) -> CallRecord:
         slot, data = self.slots[trial], self.state.trials[trial]
         rec = CallRecord(len(self.records), phase, trial, index)
         self.records.append(rec)
@@ -171,7 +176,7 @@ class CallDriver:
         span_ns = after_reply.elapsed_time(end_event) * 1e6
         rec.window = replace(rec.window, gap_end_ns=self.clock(), judge_gap_span_ns=span_ns)
 
-    def _queue_compare(self, rec: CallRecord, slot, data, perm) -> None:  # noqa: ANN001
+    def _queue_compare(self, rec: CallRecord, slot: SharedSlot, data: TrialData, perm: torch.Tensor | None) -> None:
         prev = self._last_perm.get(rec.trial, _NO_CALL)
         for t in self.state.spec.outputs:
             out, ref = slot.buffers[t.name].tensor, data.references[t.name]
@@ -181,7 +186,7 @@ class CallDriver:
         self._keep.append(perm)
         self._last_perm[rec.trial] = perm
 
-    def _compare(self, out, ref, info, perm) -> int:  # noqa: ANN001
+    def _compare(self, out: torch.Tensor, ref: torch.Tensor, info: TensorInfo, perm: torch.Tensor | None) -> int:
         use_perm = perm is not None and info.batch_dims
         inner = info.numel // info.batch_size if use_perm else 0
         return self.comparator.compare(
@@ -215,7 +220,7 @@ class CallDriver:
             rec.timing = by_tag.get(rec.tag)
         return timings
 
-    def permutation(self, trial: int, index: int, count: int = 1):  # noqa: ANN201 - torch tensor or None
+    def permutation(self, trial: int, index: int, count: int = 1) -> torch.Tensor | None:
         """The seeded batch permutation of call `index` of `trial` (a trial's `count` permutations are drawn
         together: argsort of uniform keys, one row per call)."""
         import torch
@@ -263,7 +268,7 @@ def _stop_quietly(meter: DeviceMeter) -> None:
         log.warning("device meter stop after a failed trial: %s", exc)
 
 
-def _recorded_event():  # noqa: ANN202 - a torch.cuda.Event
+def _recorded_event() -> torch.cuda.Event:
     """A timing event recorded now on the judge's current stream."""
     import torch
 

@@ -20,8 +20,13 @@ from __future__ import annotations
 import bisect
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from cupti.pm_sampling import Collector, CounterData
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +84,7 @@ class MeterTrace:
     def tensor_ns(self, lo: int, hi: int) -> float | None:
         return self._sum(lo, hi, lambda s: s.tensor_ns or 0.0) if self.has_tensor else None
 
-    def _sum(self, lo: int, hi: int, value) -> float:  # noqa: ANN001 - a getter of MeterSample
+    def _sum(self, lo: int, hi: int, value: Callable[[MeterSample], float]) -> float:
         total = 0.0
         i = max(0, bisect.bisect_right(self._starts, lo) - 1)
         while i < len(self.samples) and self.samples[i].start_ns < hi:
@@ -207,13 +212,13 @@ class PmSamplingMeter:
     def _settle_s(self) -> float:
         return (3 * self.interval_ns) / 1e9 + 0.001
 
-    def _require(self):  # noqa: ANN202 - cupti.pm_sampling.Collector
+    def _require(self) -> Collector:
         if self._collector is None:
             raise MeterError("the meter is not open")
         return self._collector
 
 
-def _samples(data, metrics: tuple[str, ...]) -> list[MeterSample]:  # noqa: ANN001 - cupti CounterData
+def _samples(data: CounterData, metrics: tuple[str, ...]) -> list[MeterSample]:
     with_tensor = TENSOR_ACTIVE in metrics
     out = []
     for smp in data:
@@ -232,7 +237,7 @@ def _fraction(num: float, den: float) -> float:
     return min(1.0, max(0.0, num / den))
 
 
-def _old_cupti_compat(cupti) -> None:  # noqa: ANN001 - the cupti.cupti module
+def _old_cupti_compat(cupti: ModuleType) -> None:
     """cupti-python 13.3 over an older libcupti: pass the older host-initialize struct size."""
     version = _libcupti_version()
     if version is not None and version < 130300:

@@ -18,7 +18,7 @@ the definition's code is used as written. Cheap by construction: the disputed sl
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +54,7 @@ class Limits:
 class Float64Mode(TorchFunctionMode):
     """Inside it, casts to a lower float type and float32/16 dtype arguments become float64."""
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204 - torch's protocol
+    def __torch_function__(self, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None) -> object:
         kwargs = dict(kwargs or {})
         if func in _CASTS:
             return args[0].to(torch.float64)

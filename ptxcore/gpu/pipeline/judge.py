@@ -234,7 +234,7 @@ class GpuJudge:
         _check_arch(arch, gpu.capability)
         return gpu
 
-    def _workload(self, problem: Problem, gpu: GpuContext, r: ResultBuilder):  # noqa: ANN202
+    def _workload(self, problem: Problem, gpu: GpuContext, r: ResultBuilder) -> tuple[WorkloadState, ReferenceTiming]:
         """(workload state, reference latency) of the judgement's workload."""
         t0 = time.monotonic()
         state = self.workload_state(problem, r.workload)
@@ -316,7 +316,7 @@ class GpuJudge:
             log.warning("tensor-time check (logged, not yet a verdict): %s", tensor.reason)
         return verdict
 
-    def _reference(self, state: WorkloadState, problem: Problem, gpu: GpuContext):  # noqa: ANN202
+    def _reference(self, state: WorkloadState, problem: Problem, gpu: GpuContext) -> ReferenceTiming:
         from ptxcore.gpu.pipeline.reference import reference_latency
 
         plan = self.plan(problem, SessionMode.BASELINE, {"problem": problem.name})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ptxcore.arch import Architecture
 from ptxcore.gpu.config import JudgeConfig
@@ -23,6 +24,11 @@ from ptxcore.schema import (
     TargetInstructionEvidence,
 )
 
+if TYPE_CHECKING:
+    from ptxcore.compile import CompiledCandidate
+    from ptxcore.gpu.harness.triton import TritonFiles
+    from ptxcore.gpu.pipeline.result import ResultBuilder
+
 log = logging.getLogger(__name__)
 
 TOOL_SEED_OFFSET = 1000  # memcheck / ncu draw their own inputs: seed + this (independent of the trials)
@@ -35,15 +41,16 @@ class ToolStages:
         self.evidence_cache = EvidenceCache(root / "ncu")
         self.ncu_logs = root / "ncu-logs"
 
-    def memcheck(self, compiled, problem: Problem, workload: str, result) -> Verdict | None:  # noqa: ANN001
+    def memcheck(self, compiled: CompiledCandidate, problem: Problem, workload: str,
+                 result: ResultBuilder) -> Verdict | None:
         """The gate: None when clean; a verdict for errors / a hang; InfraError when inconclusive."""
         c, res = self.config, compiled.result
         key = cache_key("memcheck-v1", res.source_sha256, res.cubin_sha256, problem.name, workload,
                         str(c.sanitizer_calls))
         return self.memcheck_run(key, compiled.artifact, problem, workload, result)
 
-    def memcheck_run(self, key: str, candidate, problem: Problem, workload: str,  # noqa: ANN001
-                     result) -> Verdict | None:  # noqa: ANN001
+    def memcheck_run(self, key: str, candidate: Path | TritonFiles, problem: Problem, workload: str,
+                     result: ResultBuilder) -> Verdict | None:
         """memcheck of `candidate` (a built library, or a Triton candidate's TritonFiles), cached under `key`."""
         c = self.config
         hit = self.memcheck_cache.get(key)
@@ -76,7 +83,7 @@ class ToolStages:
                                       "summary": result.sanitizer.model_dump(mode="json")})
         return verdict
 
-    def static_only(self, compiled, why: str) -> TargetInstructionEvidence:  # noqa: ANN001
+    def static_only(self, compiled: CompiledCandidate, why: str) -> TargetInstructionEvidence:
         sass = compiled.sass
         static = sass.target_static if sass is not None else None
         if static is StaticTarget.ABSENT:
@@ -85,13 +92,13 @@ class ToolStages:
         return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, static=static,
                                          reason=f"not profiled: {why}")
 
-    def evidence(self, compiled, source: str, problem: Problem, workload: str,
-                 arch: Architecture) -> TargetInstructionEvidence:  # noqa: ANN001
+    def evidence(self, compiled: CompiledCandidate, source: str, problem: Problem, workload: str,
+                 arch: Architecture) -> TargetInstructionEvidence:
         """The target evidence of a passing build with its work share for this workload (issue 25)."""
         return with_work(self._evidence(compiled, problem, workload, arch), problem, workload, arch)
 
-    def _evidence(self, compiled, problem: Problem, workload: str,
-                  arch: Architecture) -> TargetInstructionEvidence:  # noqa: ANN001
+    def _evidence(self, compiled: CompiledCandidate, problem: Problem, workload: str,
+                  arch: Architecture) -> TargetInstructionEvidence:
         res = compiled.result
         if compiled.sass is None or compiled.sass.target_static is StaticTarget.ABSENT:
             return self.static_only(compiled, "")

@@ -11,6 +11,7 @@ kernels (`--kernel-name`). Cached by (source sha256, combined cubin sha256), lik
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from ptxcore.arch import Architecture
 from ptxcore.gpu.harness.ncu import profile_target
@@ -32,6 +33,9 @@ from ptxcore.triton.evidence import (
 )
 from ptxcore.triton.validate import validate_triton_source
 
+if TYPE_CHECKING:
+    from ptxcore.gpu.pipeline.result import ResultBuilder
+
 log = logging.getLogger(__name__)
 
 NOT_PASSED = "not profiled: the candidate did not pass"
@@ -43,7 +47,7 @@ def not_profiled(why: str, source_sha256: str | None = None) -> TargetInstructio
 
 
 def triton_memcheck(tools: ToolStages, files: TritonFiles, launches: dict, source_sha256: str, problem: Problem,
-                    workload: str, result) -> Verdict | None:  # noqa: ANN001 - ResultBuilder
+                    workload: str, result: ResultBuilder) -> Verdict | None:
     """The memcheck gate on the session's Triton cache; cached by source + the launched cubins' hashes."""
     cubins = combined_cubin_sha256([str(row.get("cubin_sha256", "")) for row in launches.get("steady", [])])
     key = cache_key("memcheck-triton-v1", source_sha256, cubins, problem.name, workload,
@@ -72,7 +76,7 @@ def _static_verdict(static: TritonStatic, source_sha256: str, ncu_enabled: bool)
 
 
 def triton_evidence(tools: ToolStages, files: TritonFiles, launches: dict, source_sha256: str, problem: Problem,
-                    workload: str, arch: Architecture, result) -> TargetInstructionEvidence:  # noqa: ANN001
+                    workload: str, arch: Architecture, result: ResultBuilder) -> TargetInstructionEvidence:
     """Target evidence of a passing Triton candidate, with its work share; `result.sass` becomes the launched
     cubins' SASS report."""
     ev = _triton_evidence(tools, files, launches, source_sha256, problem, workload, arch, result)
@@ -80,7 +84,7 @@ def triton_evidence(tools: ToolStages, files: TritonFiles, launches: dict, sourc
 
 
 def _triton_evidence(tools: ToolStages, files: TritonFiles, launches: dict, source_sha256: str, problem: Problem,
-                     workload: str, arch: Architecture, result) -> TargetInstructionEvidence:  # noqa: ANN001
+                     workload: str, arch: Architecture, result: ResultBuilder) -> TargetInstructionEvidence:
     try:
         binaries = binaries_from_launches(launches.get("steady", []), files.cache)
         static = static_evidence(binaries, arch)
@@ -101,7 +105,7 @@ def _triton_evidence(tools: ToolStages, files: TritonFiles, launches: dict, sour
 
 
 def triton_sanitize_only(tools: ToolStages, source: str, source_sha256: str, problem: Problem, workload: str,
-                         result) -> Verdict | None:  # noqa: ANN001
+                         result: ResultBuilder) -> Verdict | None:
     """The service's /sanitize for a Triton candidate: memcheck on a fresh private cache (no session ran)."""
     with TritonFiles.create(source) as files:
         key = cache_key("memcheck-triton-v1", source_sha256, "", problem.name, workload,
@@ -110,7 +114,7 @@ def triton_sanitize_only(tools: ToolStages, source: str, source_sha256: str, pro
 
 
 def triton_profile_only(tools: ToolStages, source: str, source_sha256: str, problem: Problem, workload: str,
-                        arch: Architecture, result) -> TargetInstructionEvidence:  # noqa: ANN001
+                        arch: Architecture, result: ResultBuilder) -> TargetInstructionEvidence:
     """The service's /profile for a Triton candidate (no session, so no launch report): ncu over the source's own
     @triton.jit kernels, then the static SASS of every cubin that run compiled into the private cache."""
     ev = _triton_profile_only(tools, source, source_sha256, problem, workload, arch, result)
@@ -118,7 +122,7 @@ def triton_profile_only(tools: ToolStages, source: str, source_sha256: str, prob
 
 
 def _triton_profile_only(tools: ToolStages, source: str, source_sha256: str, problem: Problem, workload: str,
-                         arch: Architecture, result) -> TargetInstructionEvidence:  # noqa: ANN001
+                         arch: Architecture, result: ResultBuilder) -> TargetInstructionEvidence:
     if not tools.config.ncu:
         return not_profiled("not profiled: ncu disabled in the judge configuration", source_sha256)
     names = sorted(validate_triton_source(source).jit_kernels)
