@@ -85,7 +85,7 @@ def _gate(passes: dict[str, str], outcome: SandboxOutcome, tc: Toolchain, keep_d
                   or find_embedding(text))
         if reason is not None:
             return reason
-    return (check_generated(keep_dir, tc.include_roots, MAX_PREPROCESSED_CHARS)
+    return (check_generated(keep_dir, tc.include_roots, MAX_PREPROCESSED_CHARS, failed=not outcome.ok)
             or check_log(outcome.output, tc.include_roots))
 
 

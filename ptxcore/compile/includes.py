@@ -190,23 +190,30 @@ def read_passes(keep_dir: Path, max_chars: int) -> tuple[dict[str, str], bool]:
     return out, oversize
 
 
-def _generated_include_ok(name: str, keep_dir: Path, roots: tuple[IncludeRoot, ...]) -> bool:
+_OWN_OUTPUT = re.compile(r"kernel\.[A-Za-z0-9_.]+")
+"""A file name of nvcc's own outputs in the keep folder (kernel.fatbin.c, kernel.cudafe1.stub.c, ...)."""
+
+
+def _generated_include_ok(name: str, keep_dir: Path, roots: tuple[IncludeRoot, ...], failed: bool) -> bool:
     m = re.fullmatch(r'"([^"\n]+)"|<([^>\n]+)>', name.strip())
     header = m and (m.group(1) or m.group(2))
     if not header or escapes_headers(header) or "\\" in header:
         return False
+    if failed and _OWN_OUTPUT.fullmatch(header):
+        return True  # an output nvcc had not yet written when the build failed (kernel.fatbin.c after ptxas failed)
     return (keep_dir / header).is_file() or any(
         root.label == "cuda" and os.path.isfile(os.path.join(root.path, header)) for root in roots)
 
 
-def check_generated(keep_dir: Path, roots: tuple[IncludeRoot, ...], max_chars: int) -> str | None:
+def check_generated(keep_dir: Path, roots: tuple[IncludeRoot, ...], max_chars: int, failed: bool = False) -> str | None:
     """GENERATED_REASON when cudafe++'s output (what the last gcc pass reads) includes anything but a toolkit
-    header or one of the build's own files, or cannot be read whole; None otherwise."""
+    header or one of the build's own files, or cannot be read whole; None otherwise. `failed`: the build failed,
+    so a file nvcc would have generated later (a bare `kernel.*` name) may be missing."""
     for name in _GENERATED:
         text, oversize = _read_regular(keep_dir / name, max_chars)
         if oversize:
             return GENERATED_REASON
         for include in _INCLUDE_LINE.findall(text or ""):
-            if not _generated_include_ok(include, keep_dir, roots):
+            if not _generated_include_ok(include, keep_dir, roots, failed):
                 return GENERATED_REASON
     return None

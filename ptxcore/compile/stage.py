@@ -24,7 +24,7 @@ from .toolchain import Toolchain, toolchain
 
 log = logging.getLogger(__name__)
 
-STAGE_VERSION = "compile-stage-3"
+STAGE_VERSION = "compile-stage-4"
 """Bumped when the checks that decide a verdict change (part of the cache key)."""
 
 

@@ -153,3 +153,21 @@ def test_the_host_compile_of_cudafe_output_includes_only_toolkit_and_build_files
         assert check_generated(keep, roots, 1 << 20) == GENERATED_REASON, smuggled
     (keep / "kernel.cudafe1.cpp").write_text(generated + "int pad;\n" * 100)
     assert check_generated(keep, roots, 64) == GENERATED_REASON  # too large to read whole: refused
+
+
+def test_a_failed_build_may_name_an_output_nvcc_had_not_written_yet(tmp_path):
+    """The demo's turn-0 kernels fail in ptxas: the stub then includes kernel.fatbin.c, which nvcc never wrote.
+    That failed build is a COMPILE_ERROR, not a rejection; anything else is still refused, failed build or not."""
+    from ptxcore.compile.includes import GENERATED_REASON, check_generated
+
+    toolkit = tmp_path / "cuda" / "include"
+    toolkit.mkdir(parents=True)
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "kernel.cudafe1.stub.c").write_text('#include "kernel.fatbin.c"\n')
+    roots = (IncludeRoot("cuda", str(toolkit)),)
+    assert check_generated(keep, roots, 1 << 20) == GENERATED_REASON  # a built library must have it
+    assert check_generated(keep, roots, 1 << 20, failed=True) is None
+    for smuggled in ('#include "/usr/lib/os-release"', '#include "../kernel.fatbin.c"', '#include "missing.h"'):
+        (keep / "kernel.cudafe1.stub.c").write_text(smuggled + "\n")
+        assert check_generated(keep, roots, 1 << 20, failed=True) == GENERATED_REASON, smuggled

@@ -183,7 +183,7 @@ def test_a_recorded_runtime_error_gives_the_exception_as_its_reason():
     source = _recorded_source("RUNTIME_ERROR")
     built = candidate(StaticTarget.PRESENT)
     compiled = CompiledCandidate(built.result.model_copy(update={"duration_s": 51.7}), None, built.sass)
-    r = RecordedJudge.open(str(RECORDED), "hopper").judge(source, PROBLEM, HOPPER, compiled)
+    r = RecordedJudge.open(str(RECORDED), "hopper").judge(source, PROBLEM, HOPPER, compiled=compiled)
     assert r.status is EvaluationStatus.RUNTIME_ERROR and r.recorded is not None
     assert r.reason == "RuntimeError: cuTensorMapEncodeTiled failed with code 1"
     assert r.log.startswith("Traceback (most recent call last):")  # the whole log stays for the feedback
@@ -196,5 +196,5 @@ def test_a_recorded_runtime_error_gives_the_exception_as_its_reason():
 def test_a_no_gpu_judgement_of_a_given_build_times_only_itself():
     built = candidate(StaticTarget.PRESENT)
     compiled = CompiledCandidate(built.result.model_copy(update={"duration_s": 51.7}), None, built.sass)
-    r = NoGpuJudge().judge("src", PROBLEM, HOPPER, compiled)
+    r = NoGpuJudge().judge("src", PROBLEM, HOPPER, compiled=compiled)
     assert set(r.stage_seconds) == {"total"} and r.stage_seconds["total"] < 1.0
