@@ -48,10 +48,11 @@ class ServiceProcess:
     """`python -m ptxcore.gpu.service` in its own process (as in production: clients elsewhere), on a free
     loopback port; `.url`; `.stop()` sends SIGINT and waits."""
 
-    def __init__(self, work_dir: Path, gpus: list[int], fake: bool, runner_args: dict, timeout_s: float) -> None:
+    def __init__(self, work_dir: Path, gpus: list[int], fake: bool, runner_args: dict, timeout_s: float,
+                 extra: tuple[str, ...] = ()) -> None:
         argv = [sys.executable, "-m", "ptxcore.gpu.service", "--gpus", ",".join(map(str, gpus)), "--port", "0",
                 "--work-dir", str(work_dir), "--runner-args", json.dumps(runner_args), "--timeout-s", str(timeout_s),
-                "--max-attempts", "2", "--log-level", "warning"] + (["--fake"] if fake else [])
+                "--max-attempts", "2", "--log-level", "warning", *extra] + (["--fake"] if fake else [])
         self.log = open(work_dir.parent / f"{work_dir.name}.log", "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(argv, cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT)
         info = work_dir / "server.json"
@@ -82,9 +83,11 @@ class ServiceProcess:
         self.log.close()
 
 
-def start(work_dir: Path, gpus: list[int], fake: bool, runner_args: dict, timeout_s: float = 900.0) -> ServiceProcess:
+def start(work_dir: Path, gpus: list[int], fake: bool, runner_args: dict, timeout_s: float = 900.0,
+          extra: tuple[str, ...] = ()) -> ServiceProcess:
+    """`extra`: more command-line options of the service (e.g. --prebuild-workers 0)."""
     work_dir.mkdir(parents=True, exist_ok=True)
-    return ServiceProcess(work_dir, gpus, fake, runner_args, timeout_s)
+    return ServiceProcess(work_dir, gpus, fake, runner_args, timeout_s, extra)
 
 
 def prime_compile_cache(mix: list[tuple[str, str, str]], arch: str = "hopper", jobs: int = 8) -> float:

@@ -56,6 +56,8 @@ hostile        300  pytest tests/gpu/test_hostile_gpu.py: the hostile controls i
 hostile-controls 480  the hostile controls, then the 15 golden controls: one ordered pytest run (issue 14)
 sandbox-cost   240  benchmarks/judge_sandbox_cost.py: the GEMM judged with and without the sandbox (A B B A)
 meter          420  benchmarks/meter_audit.py: the library with and without the device meter, honest claim/busy ratios
+latency        480  benchmarks/judge_latency.py \$LATENCY_ARGS: new candidates through a warm service, stage table, per GPU-minute
+audit-probe    240  python -m research.timing.audit_probe: honest candidates' timing audits as warm-up/timed counts and the sanitizer vary
 bwd-precision   90  python -m research.precision.bwd_h200: dS rounding variants vs the judge's cuDNN refs
 diag           120  python -m research.precision.diagnose_mha_bwd \$DIAG_KERNEL: candidate vs cuDNN vs float64
 "
@@ -196,6 +198,16 @@ stage_hostile_controls() {
 stage_meter() {
   # shellcheck disable=SC2086 # METER_ARGS is a list of arguments
   "$PYTHON" benchmarks/meter_audit.py --json "$RUN_OUT/meter_audit.json" ${METER_ARGS:-}
+}
+
+stage_latency() {
+  need_service_packages || return
+  # shellcheck disable=SC2086 # LATENCY_ARGS is a list of arguments
+  "$PYTHON" benchmarks/judge_latency.py --gpus "$(gpu_list | cut -d, -f1)" --out "$RUN_OUT/judge_latency.json" ${LATENCY_ARGS:-}
+}
+
+stage_audit_probe() {
+  "$PYTHON" -m research.timing.audit_probe --out "$RUN_OUT/audit_probe.json"
 }
 
 stage_sandbox_cost() {

@@ -27,6 +27,8 @@ def serve_command(
     runner_args: str = typer.Option("{}", "--runner-args", help="JSON keyword arguments for the runner."),
     allowed_host: list[str] = typer.Option(None, "--allowed-host", help="A host name clients reach the service by "
                                            "(repeatable; localhost, IP addresses and this machine's names always work)."),
+    prebuild_workers: int = typer.Option(None, "--prebuild-workers", help="Threads that build queued CUDA candidates "
+                                         "ahead of their GPU (0: none; default 2)."),
     log_level: str = typer.Option("info", "--log-level"),
 ) -> None:
     """Serve /evaluate, /sanitize, /profile, /health, /definitions and /tasks until interrupted.
@@ -47,7 +49,8 @@ def serve_command(
     try:
         config = build_config(gpus=gpus, host=host, port=port, work_dir=work_dir,
                               token=token_from_env_or_file(token_file), fake=fake, runner_args=args,
-                              timeout_s=timeout_s, max_attempts=max_attempts, allowed_hosts=allowed_host)
+                              timeout_s=timeout_s, max_attempts=max_attempts, allowed_hosts=allowed_host,
+                              prebuild_workers=prebuild_workers)
     except (InsecureBindError, ValueError) as exc:
         raise UserError(str(exc).splitlines()[0]) from exc
     try:

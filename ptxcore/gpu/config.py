@@ -47,6 +47,9 @@ class JudgeConfig(FrozenModel):
     """Profile static positives with Nsight Compute to prove the target instructions executed."""
     ncu_timeout_s: float = Field(default=600.0, gt=0)
     """Wall-clock limit of one ncu run, seconds."""
+    overlap_tools: bool = True
+    """Run the memcheck gate and the Nsight Compute counting run side by side, after correctness and before the
+    timed trials (both end before the first timed call; issue 27). False: memcheck before timing, ncu after it."""
     call_timeout_s: float = Field(default=30.0, gt=0)
     """Wall-clock limit of one candidate call (hang -> TIMEOUT), seconds."""
     startup_timeout_s: float = Field(default=120.0, gt=0)

@@ -33,6 +33,7 @@ from ptxcore.gpu.harness.state import WorkloadState
 from ptxcore.gpu.harness.triton import TritonFiles
 from ptxcore.gpu.messages import SessionMode
 from ptxcore.gpu.pipeline.caches import JsonCache
+from ptxcore.gpu.pipeline.overlap import ToolsBeforeTiming
 from ptxcore.gpu.pipeline.result import ResultBuilder, record_performance, record_session
 from ptxcore.gpu.pipeline.session import CandidateSession, SessionOutcome, SessionPlan
 from ptxcore.gpu.pipeline.tools import ToolStages
@@ -278,22 +279,23 @@ class GpuJudge:
                      state: WorkloadState, ref: ReferenceTiming, gate: Callable[[SessionOutcome], Verdict | None],
                      evidence: Callable[[SessionOutcome], TargetInstructionEvidence],
                      failed_target: Callable[[], TargetInstructionEvidence]) -> JudgeResult:
-        """The stages every candidate goes through once built: its session (correctness, the memcheck `gate`,
-        audited timing), then, for a correct one, its performance and target evidence."""
+        """The stages every candidate goes through once built: its session (correctness, the memcheck `gate` with
+        the target `evidence` counted beside it, audited timing), then, for a correct one, its performance and the
+        kernel-set check of that evidence."""
         from ptxcore.gpu.child.driver import reset_persisting_l2
 
         reset_persisting_l2()  # nothing a previous candidate left persisting in L2 carries over
         session = CandidateSession(plan, state, gpu.flusher, gpu.monitor, self._meter_for(gpu, True))
-        out = session.run((lambda: gate(session.out)) if self.config.sanitizer else None)
+        tools = ToolsBeforeTiming(gate if self.config.sanitizer else None, evidence, r,
+                                  overlap=self.config.overlap_tools)
+        out = session.run((lambda: tools(session.out)) if tools.active else None)
         record_session(r, out)
         if out.verdict is not None:
             if out.verdict.status is EvaluationStatus.COMPILE_ERROR:
                 r.correctness = None  # a later Triton specialisation failed to compile: the verdict is that
             return r.finish(out.verdict.status, out.verdict.reason, log=out.log, target=failed_target())
         record_performance(r, out, ref)
-        t0 = time.monotonic()
-        target = evidence(out)
-        r.stage("ncu", time.monotonic() - t0)
+        target = tools.target(out)
         verdict = self._counted_is_timed(plan, out, target, arch)
         if verdict is not None:
             r.performance = None  # only a PASSED result carries performance

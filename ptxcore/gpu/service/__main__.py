@@ -25,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runner-args", default="{}", help="JSON keyword arguments for the runner")
     ap.add_argument("--timeout-s", type=float, default=None)
     ap.add_argument("--max-attempts", type=int, default=None)
+    ap.add_argument("--prebuild-workers", type=int, default=None,
+                    help="threads building queued CUDA candidates ahead of their GPU (0: none; default 2)")
     ap.add_argument("--log-level", default="info")
     a = ap.parse_args(argv)
     logging.basicConfig(level=a.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -32,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
         config = build_config(gpus=a.gpus, host=a.host, port=a.port, work_dir=a.work_dir,
                               token=token_from_env_or_file(a.token_file), fake=a.fake,
                               runner_args=json.loads(a.runner_args), timeout_s=a.timeout_s,
-                              max_attempts=a.max_attempts, allowed_hosts=a.allowed_host)
+                              max_attempts=a.max_attempts, allowed_hosts=a.allowed_host,
+                              prebuild_workers=a.prebuild_workers)
         serve(config, log_level=a.log_level, on_ready=lambda url, token_file: logging.getLogger(__name__).info(
             "serving %s%s", url, f" (per-start token in {token_file})" if token_file else ""))
     except (InsecureBindError, ValueError, OSError, TokenFileError) as exc:

@@ -92,6 +92,9 @@ class ServiceConfig(FrozenModel):
     """Seconds a new worker process may take to report ready."""
     max_pending: int = 10_000
     """Queue bound; submits beyond it get 503 (back-pressure)."""
+    prebuild_workers: int = Field(default=2, ge=0, le=64)
+    """Threads that build queued CUDA candidates into the workers' compile cache while the GPU judges others
+    (issue 27); 0: each worker builds its own candidate when it takes it."""
     health: HealthThresholds = Field(default_factory=HealthThresholds)
     """GPU health thresholds."""
     idle_check_s: float = 30.0

@@ -61,7 +61,8 @@ def parse_gpus(text: str) -> list[int]:
 
 def build_config(*, gpus: str, host: str, port: int, work_dir: str, token: str | None, fake: bool = False,
                  runner_args: dict | None = None, timeout_s: float | None = None,
-                 max_attempts: int | None = None, allowed_hosts: list[str] | None = None) -> ServiceConfig:
+                 max_attempts: int | None = None, allowed_hosts: list[str] | None = None,
+                 prebuild_workers: int | None = None) -> ServiceConfig:
     """The ServiceConfig for the command-line options (shared by the CLI and `python -m`)."""
     extra: dict = {}
     if timeout_s is not None:
@@ -72,6 +73,8 @@ def build_config(*, gpus: str, host: str, port: int, work_dir: str, token: str |
         extra["runner"] = FAKE_RUNNER
     if allowed_hosts:
         extra["allowed_hosts"] = list(allowed_hosts)
+    if prebuild_workers is not None:
+        extra["prebuild_workers"] = prebuild_workers
     try:
         config = ServiceConfig(work_dir=Path(work_dir), gpus=parse_gpus(gpus), host=host, port=port, token=token,
                                runner_args=runner_args or {}, **extra)

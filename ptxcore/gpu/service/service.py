@@ -28,11 +28,12 @@ from ptxcore.gpu.service.models import (
     WorkItem,
 )
 from ptxcore.gpu.service.outcome import Action, Decision, verdict_result
+from ptxcore.gpu.service.prebuild import prebuilder_for
 from ptxcore.gpu.service.store import TaskStore
 from ptxcore.gpu.service.workdir import WorkDir
 from ptxcore.gpu.service.worker import GpuWorker, ProcessGpuWorker
 from ptxcore.problems import Problem, ProblemNotFoundError, load_catalog
-from ptxcore.schema import EvaluationStatus
+from ptxcore.schema import EvaluationStatus, Language
 
 log = logging.getLogger(__name__)
 VERSION = "0.1.0"
@@ -100,6 +101,7 @@ class ProfilerService:
         self._stopping = False
         self.lanes = {g: Lane(g, self._make_worker, self.dispatcher, self, config.health, config.idle_check_s)
                       for g in config.gpus}
+        self.prebuilder = prebuilder_for(config.runner, dict(config.runner_args), config.prebuild_workers)
 
     def _process_worker(self, gpu: int) -> GpuWorker:
         return ProcessGpuWorker(gpu, self.config.runner, dict(self.config.runner_args),
@@ -119,6 +121,8 @@ class ProfilerService:
     def stop(self) -> None:
         self._stopping = True
         self.dispatcher.close()
+        if self.prebuilder is not None:
+            self.prebuilder.stop()
         for lane in self.lanes.values():
             lane.stop()
         deadline = time.monotonic() + self.config.shutdown_grace_s
@@ -148,6 +152,8 @@ class ProfilerService:
         view = self.store.create(kind=kind, definition=problem.name, workload_uuid=workload_uuid, arch=arch,
                                  source_sha256=sha, client_tag=req.client_tag, timeout_s=timeout_s,
                                  language=req.language)
+        if self.prebuilder is not None and req.language is Language.CUDA:
+            self.prebuilder.submit(source, arch)
         self._enqueue(view, attempt=1, excluded=frozenset())
         return SubmitResponse(task_id=view.task_id, state=TaskState.PENDING, source_sha256=sha)
 

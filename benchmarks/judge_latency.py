@@ -1,0 +1,156 @@
+"""Judge latency and throughput through a warm profiling service (issue 27): new candidates, stage by stage.
+
+    python benchmarks/judge_latency.py --gpus 0                       # on the GPU host (real judge)
+    python benchmarks/judge_latency.py --gpus 0 --latency 3 --stream 6 --out lat.json
+
+Every candidate is NEW: the kernel (default: our GEMM solution) with a distinct trailing comment, so its
+build, memcheck and Nsight Compute run are never cache hits. Arms (each a fresh service with its own cache
+root, same kernel, same counts):
+
+  sequential   the order before issue 27: memcheck between correctness and timing, ncu after timing, the
+               worker builds the candidate it takes (--prebuild-workers 0, overlap_tools false)
+  overlapped   memcheck and ncu side by side before timing (overlap_tools), queued candidates built by the
+               service's prebuild threads while the GPU judges others
+
+Per arm: the first candidate on the fresh service (cold: workload state and reference latency included), then
+--latency candidates one at a time (wall from submit to verdict, as a client sees it), then --prebuilt
+candidates whose build the benchmark made first into the arm's compile cache (the GPU host's critical path when
+the CPU stage already built it), then --stream candidates submitted at once (kernels judged per GPU-minute).
+Prints a stage table (medians over the one-at-a-time candidates) and the arms' ratios; checks that every arm gave
+the same verdicts and the same executed-instruction counts (ncu beside memcheck must count what it counts
+alone). Timing itself is unchanged: 10 warm-ups + 50 timed calls, 3 trials, alone on the GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from service_bench_common import REPO, start, table, tmp_work_dir, write_json  # noqa: E402
+
+from ptxcore.gpu.service.client import ProfilerClient  # noqa: E402
+
+ARMS = {
+    "sequential": ({"overlap_tools": False}, ("--prebuild-workers", "0")),
+    "overlapped": ({"overlap_tools": True}, ("--prebuild-workers", "2")),
+}
+STAGES = ("build", "workload_and_reference", "correctness", "sanitizer", "memcheck", "ncu", "timing", "total")
+
+
+def variants(source: str, arm: str, n: int) -> list[str]:
+    """`n` new candidates: the same kernel with a distinct comment (a new source hash, the same cubin)."""
+    nonce = uuid.uuid4().hex[:8]
+    return [f"{source}\n// judge_latency {arm} {nonce} {i}\n" for i in range(n)]
+
+
+def prebuild(sources: list[str], cache_root: Path) -> float:
+    """Build `sources` into the arm's compile cache as the CPU stage would; seconds."""
+    from ptxcore.arch import HOPPER
+    from ptxcore.compile import BuildOptions, CompileCache, compile_candidate
+
+    t0 = time.monotonic()
+    cache = CompileCache(cache_root / "compile")
+    for s in sources:
+        compile_candidate(s, BuildOptions(HOPPER, timeout_s=300.0), cache)
+    return time.monotonic() - t0
+
+
+def one(client: ProfilerClient, source: str, problem: str) -> dict:
+    t0 = time.monotonic()
+    status = client.wait(client.submit(source, problem), timeout_s=1800)
+    wall = time.monotonic() - t0
+    r = status.result
+    return {"wall_s": wall, "status": r.status.value if r else status.state, "stages": dict(r.stage_seconds) if r else {},
+            "target": r.target_instruction.status.value if r else None,
+            "counts": dict(r.target_instruction.counts) if r and r.target_instruction.counts else {},
+            "speedup": r.performance.speedup_factor if r and r.performance else None}
+
+
+def run_arm(arm: str, source: str, problem: str, args: argparse.Namespace) -> dict:
+    judge_config, extra = ARMS[arm]
+    cache_root = tmp_work_dir(f"latency-cache-{arm}-")
+    server = start(tmp_work_dir(f"latency-{arm}-"), args.gpus, False,
+                   {"judge_config": {**judge_config, "cache_dir": str(cache_root)}}, extra=extra)
+    n = 1 + args.latency + args.prebuilt + args.stream
+    srcs = variants(source, arm, n)
+    cold_src, lat, pre, stream = (srcs[0], srcs[1:1 + args.latency], srcs[1 + args.latency:1 + args.latency + args.prebuilt],
+                                  srcs[1 + args.latency + args.prebuilt:])
+    try:
+        with ProfilerClient(server.url, timeout_s=3600) as client:
+            print(f"# {arm}: cold", flush=True)
+            cold = one(client, cold_src, problem)
+            print(f"# {arm}: {len(lat)} new candidates one at a time", flush=True)
+            latency = [one(client, s, problem) for s in lat]
+            cpu_build_s = prebuild(pre, cache_root)
+            print(f"# {arm}: {len(pre)} prebuilt ({cpu_build_s:.1f} s of CPU build first)", flush=True)
+            prebuilt = [one(client, s, problem) for s in pre]
+            print(f"# {arm}: a stream of {len(stream)}", flush=True)
+            t0 = time.monotonic()
+            ids = client.submit_batch([{"definition": problem, "source": s} for s in stream])
+            done = [client.wait(i, timeout_s=3600) for i in ids]
+            stream_wall = time.monotonic() - t0
+    finally:
+        server.stop()
+    return {"arm": arm, "cold": cold, "latency": latency, "prebuilt": prebuilt, "cpu_build_s": cpu_build_s,
+            "stream": {"n": len(stream), "wall_s": stream_wall,
+                       "statuses": [d.result.status.value if d.result else d.state for d in done],
+                       "per_gpu_minute": len(stream) / (stream_wall / 60.0) / len(args.gpus) if stream else None}}
+
+
+def med(rows: list[dict], key: str) -> float | None:
+    vals = [r["stages"].get(key) for r in rows if r["stages"].get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+
+def report(results: list[dict]) -> str:
+    headers = ["arm", "cold s", "new s", "prebuilt s", *STAGES, "stream/GPU-min"]
+    rows = []
+    for a in results:
+        new = a["latency"]
+        rows.append([a["arm"], a["cold"]["wall_s"], statistics.median(r["wall_s"] for r in new) if new else "-",
+                     statistics.median(r["wall_s"] for r in a["prebuilt"]) if a["prebuilt"] else "-",
+                     *[(med(new, k) if med(new, k) is not None else "-") for k in STAGES],
+                     a["stream"]["per_gpu_minute"] if a["stream"]["per_gpu_minute"] is not None else "-"])
+    lines = [table(headers, rows)]
+    if len(results) == 2 and results[0]["latency"] and results[1]["latency"]:
+        b, n = (statistics.median(r["wall_s"] for r in a["latency"]) for a in results)
+        lines.append(f"new-candidate wall, {results[1]['arm']} / {results[0]['arm']}: {n / b:.3f}")
+    verdicts = {(a["arm"], r["status"], r["target"]) for a in results for r in [a["cold"], *a["latency"], *a["prebuilt"]]}
+    counts = {tuple(sorted(r["counts"].items())) for a in results for r in [a["cold"], *a["latency"], *a["prebuilt"]]}
+    lines.append(f"verdicts (arm, status, target): {sorted(verdicts)}")
+    lines.append(f"executed-instruction counts identical across every candidate and arm: {len(counts) == 1}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gpus", default="0", type=lambda s: [int(g) for g in s.split(",")])
+    ap.add_argument("--kernel", type=Path, default=REPO / "solutions" / "gemm_n7168_k5120" / "wgmma_tma_ws.cu")
+    ap.add_argument("--problem", default=None, help="default: the kernel's folder name")
+    ap.add_argument("--arms", default="sequential,overlapped")
+    ap.add_argument("--latency", type=int, default=2, help="new candidates judged one at a time")
+    ap.add_argument("--prebuilt", type=int, default=1, help="new candidates built first, then judged")
+    ap.add_argument("--stream", type=int, default=4, help="new candidates submitted at once")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    arms = args.arms.split(",")
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown:
+        ap.error(f"unknown arm {unknown[0]!r} (arms: {', '.join(ARMS)})")
+    if not args.kernel.is_file():
+        ap.error(f"no such kernel: {args.kernel}")
+    source, problem = args.kernel.read_text(), args.problem or args.kernel.parent.name
+    results = [run_arm(a, source, problem, args) for a in arms]
+    print(report(results), flush=True)
+    write_json(args.out, {"kernel": str(args.kernel), "problem": problem, "gpus": args.gpus, "arms": results})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
