@@ -51,13 +51,13 @@ def variants(source: str, arm: str, n: int) -> list[str]:
 
 def prebuild(sources: list[str], cache_root: Path) -> float:
     """Build `sources` into the arm's compile cache as the CPU stage would; seconds."""
-    from ptxcore.arch import HOPPER
+    from ptxcore.arch import get_architecture
     from ptxcore.compile import BuildOptions, CompileCache, compile_candidate
 
     t0 = time.monotonic()
     cache = CompileCache(cache_root / "compile")
     for s in sources:
-        compile_candidate(s, BuildOptions(HOPPER, timeout_s=300.0), cache)
+        compile_candidate(s, BuildOptions(get_architecture("hopper"), timeout_s=300.0), cache)
     return time.monotonic() - t0
 
 
@@ -68,7 +68,7 @@ def one(client: ProfilerClient, source: str, problem: str) -> dict:
     r = status.result
     return {"wall_s": wall, "status": r.status.value if r else status.state, "stages": dict(r.stage_seconds) if r else {},
             "target": r.target_instruction.status.value if r else None,
-            "counts": dict(r.target_instruction.counts) if r and r.target_instruction.counts else {},
+            "counts": dict(r.target_instruction.family_thread_inst_executed) if r and r.target_instruction.family_thread_inst_executed else {},
             "speedup": r.performance.speedup_factor if r and r.performance else None}
 
 
@@ -146,7 +146,11 @@ def main() -> int:
     if not args.kernel.is_file():
         ap.error(f"no such kernel: {args.kernel}")
     source, problem = args.kernel.read_text(), args.problem or args.kernel.parent.name
-    results = [run_arm(a, source, problem, args) for a in arms]
+    results = []
+    for a in arms:  # each arm's table as soon as it ends (a run cut short keeps what it measured)
+        results.append(run_arm(a, source, problem, args))
+        print(report(results[-1:]), flush=True)
+        write_json(args.out, {"kernel": str(args.kernel), "problem": problem, "gpus": args.gpus, "arms": results})
     print(report(results), flush=True)
     write_json(args.out, {"kernel": str(args.kernel), "problem": problem, "gpus": args.gpus, "arms": results})
     return 0

@@ -20,9 +20,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = [  # (file, problem, language, warmup, iters, sanitizer)
-    ("solutions/gemm_n7168_k5120/tma_persistent.py", "gemm_n7168_k5120", "triton", 1, 3, True),
-    ("solutions/gemm_n7168_k5120/tma_persistent.py", "gemm_n7168_k5120", "triton", 1, 3, False),
-    ("solutions/gemm_n7168_k5120/tma_persistent.py", "gemm_n7168_k5120", "triton", 10, 50, False),
+    ("solutions/triton/gemm_n7168_k5120/tma_persistent.py", "gemm_n7168_k5120", "triton", 1, 3, True),
+    ("solutions/triton/gemm_n7168_k5120/tma_persistent.py", "gemm_n7168_k5120", "triton", 1, 3, False),
+    ("solutions/triton/gemm_n7168_k5120/tma_persistent.py", "gemm_n7168_k5120", "triton", 10, 50, False),
     ("solutions/gemm_n7168_k5120/wgmma_tma_ws.cu", "gemm_n7168_k5120", "cuda", 1, 3, False),
     ("solutions/gemm_n7168_k5120/wgmma_tma_ws.cu", "gemm_n7168_k5120", "cuda", 1, 3, True),
 ]
@@ -32,7 +32,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    from ptxcore.arch import HOPPER
+    from ptxcore.arch import get_architecture
     from ptxcore.gpu import JudgeConfig, judge_candidate
     from ptxcore.problems import get_problem
 
@@ -41,7 +41,7 @@ def main() -> int:
         cfg = JudgeConfig(cache_dir=Path("/tmp/audit-probe") / f"{warmup}-{iters}-{int(san)}", trials=3,
                           warmup=warmup, iters=iters, sanitizer=san, ncu=False)
         t0 = time.monotonic()
-        r = judge_candidate((REPO / file).read_text(), get_problem(problem), HOPPER, cfg, language=lang)
+        r = judge_candidate((REPO / file).read_text(), get_problem(problem), get_architecture("hopper"), cfg, language=lang)
         a = r.timing_audit
         row = {"file": file, "lang": lang, "warmup": warmup, "iters": iters, "sanitizer": san,
                "status": r.status.value, "reason": r.reason[:200], "wall_s": round(time.monotonic() - t0, 1),
