@@ -50,6 +50,16 @@ class GpuMonitor:
             log.info("NVML unavailable (%s); falling back to nvidia-smi", exc)
             self.source = "nvidia-smi" if shutil.which("nvidia-smi") else "none"
 
+    def compute_pids(self) -> set[int] | None:
+        """PIDs of the processes holding a compute context on this GPU (None: NVML cannot say)."""
+        if self._nvml is None:
+            return None
+        try:
+            return {int(p.pid) for p in self._nvml.nvmlDeviceGetComputeRunningProcesses(self._handle)}
+        except Exception as exc:  # noqa: BLE001 - an unanswered question, never a failed judgement
+            log.warning("NVML could not list the GPU's processes: %s", exc)
+            return None
+
     def snapshot(self) -> GpuSnapshot:
         try:
             if self._nvml is not None:

@@ -1,5 +1,5 @@
-"""The judge: build (or reuse the CPU stage's build) -> library check -> correctness -> memcheck gate ->
-verified timing -> target-instruction check, assembled into a JudgeResult.
+"""The judge: build (or reuse the CPU stage's) -> correctness -> memcheck beside the counting run -> verified,
+metered timing -> the kernel-set check of the counts, assembled into a JudgeResult.
 
 One judge for both languages: a Triton candidate (`language=triton`) is validated again here (the CPU stage's
 rules), written into a private workspace with its own Triton cache (never imported in this process), and judged
@@ -7,8 +7,7 @@ by the same session in the child's mode triton: same correctness, memcheck and C
 rule instead of the mapped-library rule, evidence from the cubins its calls launched (pipeline.triton).
 
 `GpuJudge` keeps workload state (inputs and reference outputs on the GPU) and reference latencies between
-candidates; the profiling service runs one GpuJudge per GPU and calls its public stage methods
-(`judge`, `sanitize_only`, `profile_only`, `workload_state`, `resident_bytes`, ...).
+candidates; the profiling service runs one per GPU and calls its public stage methods (`judge`, ...).
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from ptxcore.gpu.config import JudgeConfig
 from ptxcore.gpu.errors import ArchitectureMismatchError, InfraError, NoGPUError
 from ptxcore.gpu.harness.calls import Tolerance
 from ptxcore.gpu.harness.deps import ElfError, needed_libraries
+from ptxcore.gpu.harness.sharing import shared_gpu
 from ptxcore.gpu.harness.state import WorkloadState
 from ptxcore.gpu.harness.triton import TritonFiles
 from ptxcore.gpu.messages import SessionMode
@@ -45,7 +45,7 @@ from ptxcore.gpu.pipeline.triton import (
     triton_profile_only,
     triton_sanitize_only,
 )
-from ptxcore.gpu.pipeline.verdicts import Verdict
+from ptxcore.gpu.pipeline.verdicts import FORGED_TIMING, Verdict
 from ptxcore.gpu.probe import gpu_available
 from ptxcore.problems import Problem
 from ptxcore.schema import (
@@ -67,8 +67,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BASELINE_CALL_TIMEOUT_S = 600.0
-"""Deadline of one call of the trusted baseline: its first call may build its kernels (FlashInfer's JIT built
-batch prefill in 96 s on the H200, past the candidates' 30 s, which made the GQA problems INFRA_ERROR)."""
+"""Deadline of one baseline call: its first may build kernels (FlashInfer's JIT: 96 s on the H200)."""
 
 
 @dataclass
@@ -289,6 +288,8 @@ class GpuJudge:
         tools = ToolsBeforeTiming(gate if self.config.sanitizer else None, evidence, r,
                                   overlap=self.config.overlap_tools)
         out = session.run((lambda: tools(session.out)) if tools.active else None)
+        if out.verdict is not None and out.verdict.reason.startswith(FORGED_TIMING):
+            shared_gpu(out.verdict.reason, gpu.monitor.compute_pids)  # InfraError when others held the GPU
         record_session(r, out)
         if out.verdict is not None:
             if out.verdict.status is EvaluationStatus.COMPILE_ERROR:
@@ -304,9 +305,8 @@ class GpuJudge:
 
     def _counted_is_timed(self, plan: SessionPlan, out: SessionOutcome, target: TargetInstructionEvidence,
                           arch: Architecture) -> Verdict | None:
-        """Issue 25: the kernels Nsight Compute counted must be those the timed calls ran (REWARD_HACK otherwise).
-        The tensor-time check (the timed calls' metered tensor-pipe time against the profiled tensor FLOPs) is
-        logged only until its slack is calibrated on the H200."""
+        """Issue 25: the kernels ncu counted must be those the timed calls ran (REWARD_HACK otherwise); the
+        tensor-time check is logged only until its slack is calibrated on the H200."""
         from ptxcore.gpu.pipeline.targetwork import kernel_set_verdict, tensor_time_verdict
 
         only = out.launches.get("kernels") if plan.mode is SessionMode.TRITON else None

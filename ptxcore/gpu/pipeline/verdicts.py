@@ -119,6 +119,10 @@ def foreign_kernel_verdict(records: list[CallRecord], launched: set[str] | list[
     return None
 
 
+FORGED_TIMING = "forged its timing: "
+"""How a forged-timing verdict's reason begins (the judge checks the GPU was not shared before it stands)."""
+
+
 def measurement_verdict(audit: TimingAudit | None) -> Verdict | None:
     """A latency the candidate's process claimed that the judge's own device meter contradicts is forged:
     REWARD_HACK naming both figures. Without a meter (configured off) there is nothing to contradict it."""
@@ -127,5 +131,5 @@ def measurement_verdict(audit: TimingAudit | None) -> Verdict | None:
     for trial in audit.trials:
         why = forged_trial(trial, audit.claim_fraction, audit.allowance_ms)
         if why is not None:
-            return Verdict(EvaluationStatus.REWARD_HACK, f"forged its timing: {why}")
+            return Verdict(EvaluationStatus.REWARD_HACK, f"{FORGED_TIMING}{why}")
     return None
