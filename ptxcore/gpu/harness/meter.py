@@ -268,3 +268,12 @@ def _cupti_python_version() -> str:
         return version("cupti-python")
     except PackageNotFoundError:
         return "unknown"
+
+
+def device_meter(device: int) -> tuple[PmSamplingMeter | None, str | None]:
+    """(meter, None), or (None, why) where this process cannot meter the device."""
+    try:
+        return PmSamplingMeter(device), None
+    except MeterError as exc:
+        log.error("no device meter: %s", exc)
+        return None, str(exc)

@@ -115,6 +115,7 @@ class GpuJudge:
         """The GPU context (NoGPUError on a machine without one)."""
         if self._gpu is None:
             from ptxcore.gpu.harness.l2 import L2Flusher
+            from ptxcore.gpu.harness.meter import device_meter
             from ptxcore.gpu.harness.monitor import GpuMonitor, static_environment
 
             if not gpu_available():
@@ -125,7 +126,7 @@ class GpuJudge:
             self._gpu = GpuContext(static_environment(self.config.device), GpuMonitor(self.config.device),
                                    L2Flusher(self.config.device), torch.cuda.get_device_capability(self.config.device))
             if self.config.meter:
-                self._gpu.meter, self._gpu.meter_error = _device_meter(self.config.device)
+                self._gpu.meter, self._gpu.meter_error = device_meter(self.config.device)
         return self._gpu
 
     def _meter_for(self, gpu: GpuContext, candidate: bool) -> DeviceMeter | None:
@@ -163,6 +164,12 @@ class GpuJudge:
         if problem.name not in self._baselines:
             self._baselines[problem.name] = baseline_version(problem)
         return self._baselines[problem.name]
+
+    def warm(self, problem: Problem) -> ReferenceTiming:
+        """The problem's default workload state and reference latency, ahead of any candidate."""
+        with self._lock:
+            gpu = self.gpu()
+            return self._reference(self.workload_state(problem, None), problem, gpu)
 
     def use_reference_cache(self, root: Path) -> None:
         """Time references into (and read them from) another cache directory."""
@@ -375,17 +382,6 @@ def _check_arch(arch: Architecture, capability: tuple[int, int]) -> None:
         have = f"sm_{capability[0]}{capability[1]}"
         raise ArchitectureMismatchError(
             f"candidate targets {arch.sm} ({arch.key}) but this GPU is {have}: it needs a {arch.key} host")
-
-
-def _device_meter(device: int) -> tuple[DeviceMeter | None, str | None]:
-    """(meter, None), or (None, why) where the judge's process cannot meter the device."""
-    from ptxcore.gpu.harness.meter import MeterError, PmSamplingMeter
-
-    try:
-        return PmSamplingMeter(device), None
-    except MeterError as exc:
-        log.error("no device meter: %s", exc)
-        return None, str(exc)
 
 
 _DEFAULT: dict[str, GpuJudge] = {}

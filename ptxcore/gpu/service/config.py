@@ -90,6 +90,8 @@ class ServiceConfig(FrozenModel):
     """Infrastructure failures are retried (elsewhere) up to this many attempts in all."""
     worker_start_timeout_s: float = 180.0
     """Seconds a new worker process may take to report ready."""
+    warm_timeout_s: float = Field(default=1200.0, ge=0)
+    """Seconds added to a judge worker's start for warming its baselines (ptxcore.gpu.service.warm)."""
     max_pending: int = 10_000
     """Queue bound; submits beyond it get 503 (back-pressure)."""
     prebuild_workers: int = Field(default=2, ge=0, le=64)

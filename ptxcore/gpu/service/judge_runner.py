@@ -18,7 +18,7 @@ from ptxcore.arch import get_architecture
 from ptxcore.gpu.service.health import read_gpu
 from ptxcore.gpu.service.models import GpuHealth, TaskKind, WorkItem
 from ptxcore.gpu.service.runner import PhaseCallback
-from ptxcore.problems import get_problem
+from ptxcore.problems import Problem, get_problem
 from ptxcore.schema import JudgeResult
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,8 @@ class JudgeRunner:
     """cache_state=False rebuilds the workload state and re-times the reference for every candidate
     (the 'without cached workload state' arm of benchmarks/service_throughput.py)."""
 
-    def __init__(self, gpu: int, work_dir: Path, cache_state: bool = True, judge_config: dict | None = None) -> None:
+    def __init__(self, gpu: int, work_dir: Path, cache_state: bool = True, judge_config: dict | None = None,
+                 warm: str | list[str] = "auto") -> None:
         from ptxcore.gpu.config import JudgeConfig
         from ptxcore.gpu.pipeline.judge import GpuJudge
 
@@ -38,6 +39,18 @@ class JudgeRunner:
         self.work_dir = Path(work_dir)
         self.judge = GpuJudge(JudgeConfig(**{**(judge_config or {}), "device": 0}))
         self._overhead: int | None = None
+        self.warm = warm
+
+    def warm_up(self) -> dict[str, float | None]:
+        """Before the worker reports ready: the workload state and reference of the problems `warm` names
+        (ptxcore.gpu.service.warm); seconds per problem."""
+        from ptxcore.gpu.service.warm import problems_to_warm, warm
+
+        def prepare(problem: Problem) -> None:
+            self.judge.monitor_physical_gpu(self.physical)
+            self.judge.warm(problem)
+
+        return warm(problems_to_warm(self.warm), prepare)
 
     # -- judging ---------------------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from ptxcore.gpu.service.models import (
     WorkItem,
 )
 from ptxcore.gpu.service.outcome import Action, Decision, verdict_result
-from ptxcore.gpu.service.prebuild import prebuilder_for
+from ptxcore.gpu.service.prebuild import JUDGE_RUNNER, prebuilder_for
 from ptxcore.gpu.service.store import TaskStore
 from ptxcore.gpu.service.workdir import WorkDir
 from ptxcore.gpu.service.worker import GpuWorker, ProcessGpuWorker
@@ -104,8 +104,14 @@ class ProfilerService:
         self.prebuilder = prebuilder_for(config.runner, dict(config.runner_args), config.prebuild_workers)
 
     def _process_worker(self, gpu: int) -> GpuWorker:
+        start_s = self.config.worker_start_timeout_s + (self.config.warm_timeout_s if self.runs_the_judge else 0.0)
         return ProcessGpuWorker(gpu, self.config.runner, dict(self.config.runner_args),
-                                self.workdir.worker_dir(gpu), self.config.worker_start_timeout_s)
+                                self.workdir.worker_dir(gpu), start_s)
+
+    @property
+    def runs_the_judge(self) -> bool:
+        """Whether the workers run the judge (they then warm baselines and read the prebuilt compile cache)."""
+        return self.config.runner == JUDGE_RUNNER
 
     # -- lifecycle -------------------------------------------------------------------------------------
 

@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     from ptxcore.gpu.service.runner import make_runner
 
     runner = make_runner(args.runner, args.gpu, Path(args.work_dir), json.loads(args.runner_args))
+    warm_up = getattr(runner, "warm_up", None)  # the judge's baselines before any candidate (service.warm)
+    if warm_up is not None:
+        warm_up()
     _send(replies, {"type": "ready", "pid": os.getpid()})
     try:
         _serve(runner, commands, replies)
