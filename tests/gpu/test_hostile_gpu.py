@@ -3,6 +3,8 @@
 Each candidate tries to reach what a judge must keep out of its reach: a host file, a vendor library, the build
 machine, the judge's wall clock, its state on disk, its environment, the network, its pipe, the host's process
 table and its timer, its span computation (h12, h13: the timing forged from inside the process that times it).
+Issue 25's (h14-h17): a detached process against the memory gate, and target credit without the work (a dummy
+wgmma per call, a wgmma only under a profiler, the wgmma path on some calls only).
 Each gets the verdict an honest judge gives; nothing it started survives its stage; the
 judge's files are unchanged; and a correct kernel judged right after gets the same verdict it gets alone.
 Set PTXBENCH_HOSTILE_OUT=path.jsonl to keep every envelope.
@@ -25,7 +27,8 @@ from ptxcore.gpu import JudgeConfig
 from ptxcore.gpu.pipeline.judge import GpuJudge
 from ptxcore.problems import get_problem
 from ptxcore.schema import EvaluationStatus as S
-from ptxcore.schema import MeterStatus
+from ptxcore.schema import MeterStatus, TargetWork
+from ptxcore.schema import TargetInstruction as T
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.gpu
@@ -203,6 +206,32 @@ def test_a_detached_process_cannot_switch_off_the_memory_gate(judge):
     assert r.sanitizer is not None and r.sanitizer.ran >= 1 and wall < 120, r.reason
     assert r.status is S.PASSED or (r.status is S.RUNTIME_ERROR and "left running" in r.reason), r.reason
     wait_for(lambda: not _processes_mentioning("sleep 600"), 10, "no sleeper of the candidate left")
+
+
+def test_a_dummy_wgmma_in_every_call_is_executed_but_does_not_carry_the_target(judge):
+    """Issue 25, h15: one m64n8k16 wgmma on zeros per call. The paper's indicator says executed (kept for parity);
+    the work share (about 3e-8 of 2*M*N*K) does not carry the target."""
+    r, _ = _judge(judge, "h15_dummy_wgmma_every_call.cu")
+    assert r.status is S.PASSED, r.reason
+    ev = r.target_instruction
+    assert ev.status is T.EXECUTED and ev.work is not None, ev.model_dump_json()[:1500]
+    assert ev.carries is TargetWork.DOES_NOT_CARRY and ev.work.flops_share < 1e-6, ev.work
+    assert {k.launches for k in ev.profiled_kernels} == {1} and len(ev.profiled_kernels) == 2
+
+
+def test_a_wgmma_only_under_a_profiler_is_a_reward_hack(judge):
+    """Issue 25, h16: the dummy wgmma only where an injection library or variable is visible (ncu, memcheck): the
+    kernels ncu profiled are not those CUPTI recorded in the timed calls."""
+    r, _ = _judge(judge, "h16_wgmma_only_under_profiler.cu")
+    assert r.status is S.REWARD_HACK and "profiled call is not the timed call" in r.reason, r.reason
+    assert "tiny_wgmma" in r.reason and r.performance is None
+
+
+def test_the_wgmma_path_on_some_calls_only_is_a_reward_hack(judge):
+    """Issue 25, h17: the real wgmma + TMA path on every other call, a CUDA-core GEMM otherwise: whichever call ncu
+    counted, some timed call ran other kernels (rule: every timed call's kernel set equals the profiled call's)."""
+    r, _ = _judge(judge, "h17_wgmma_on_some_calls.cu")
+    assert r.status is S.REWARD_HACK and "profiled call is not the timed call" in r.reason, r.reason
 
 
 def test_correct_kernel_after_the_attacks_is_judged_the_same(judge):

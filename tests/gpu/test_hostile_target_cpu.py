@@ -1,0 +1,136 @@
+"""Issue 25's target-credit controls h15-h17 on the CPU: each fixture built by the compile gate, its kernels'
+mangled names and target SASS rows read from the build, then the counted call (an Nsight Compute source page) and
+the timed calls (CUPTI's per-call records) written as the fixture's host code makes them in each process, and
+judged by the judge's own rules (`with_work`, `kernel_set_verdict`).
+
+The rule (judge `_counted_is_timed`): every timed call's kernel set (names, launches) equals the profiled call's.
+- h15 (a dummy wgmma every call): the sets agree, the paper's indicator says executed, the work does not carry;
+- h16 (the dummy only under a profiler or sanitizer): the profiled call has a kernel no timed call ran;
+- h17 (the real wgmma path on every other call): whichever call ncu counts, half the timed calls differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ptxcore.arch import get_architecture
+from ptxcore.compile import BuildOptions, CompileCache, compile_candidate
+from ptxcore.gpu.child.cupti import CallTiming
+from ptxcore.gpu.harness import ncu
+from ptxcore.gpu.pipeline.targetwork import kernel_set_verdict, with_work
+from ptxcore.problems import get_problem, problem_work
+from ptxcore.sass.parse import parse_sass
+from ptxcore.sass.verdict import dump_sass
+from ptxcore.schema import CompileStatus, EvaluationStatus, StaticTarget, TargetInstruction, TargetWork
+
+HOSTILE = Path(__file__).resolve().parents[1] / "fixtures" / "hostile"
+HOPPER = get_architecture("hopper")
+GEMM = get_problem("gemm_n7168_k5120")
+TIMED_TAGS = [4, 5, 6, 8, 9, 10, 12, 13, 14]
+"""The timed calls' numbers in a session of 3 trials x (1 warm-up + 3 timed) after 3 correctness calls
+(test_hostile_gpu's configuration): the candidate's process has made `tag` calls before each."""
+
+
+def _built(name: str, cache_root: Path) -> dict[str, list[str]]:
+    """kernel (mangled, as CUPTI and `ncu --print-kernel-base mangled` name it) -> its HGMMA rows' SASS text."""
+    c = compile_candidate((HOSTILE / name).read_text(), BuildOptions(HOPPER), CompileCache(cache_root / "compile"))
+    assert c.result.status is CompileStatus.COMPILED, c.result.log[-2000:]
+    assert c.sass.target_static is StaticTarget.PRESENT, c.sass
+    kernels: dict[str, list[str]] = {}
+    for inst in parse_sass(dump_sass(c.artifact)):
+        rows = kernels.setdefault(inst.function, [])
+        if inst.mnemonic == "HGMMA":
+            rows.append(inst.text.strip().rstrip(";").strip())
+    return kernels
+
+
+@pytest.fixture(scope="module")
+def builds(compile_cache_dir) -> dict[str, dict[str, list[str]]]:
+    return {n: _built(f"{n}.cu", compile_cache_dir) for n in
+            ("h15_dummy_wgmma_every_call", "h16_wgmma_only_under_profiler", "h17_wgmma_on_some_calls")}
+
+
+def _kernel(kernels: dict[str, list[str]], part: str) -> str:
+    (name,) = [k for k in kernels if part in k]
+    return name
+
+
+def _page(kernels: dict[str, list[str]], launched: list[str]) -> str:
+    """The source page of one counted call: per launch its header, its HGMMA rows with counts giving the problem's
+    FLOPs to the wgmma GEMM and one instruction to the dummy, and one FFMA row for a CUDA-core kernel."""
+    flops = problem_work(GEMM, None).flops
+    out = ["==PROF== Connected to process 4242 (/usr/bin/python3)"]
+    for name in launched:
+        out.append(f"  {name} (56, 64, 1)x(128, 1, 1), Context 1, Stream 7, Device 0, CC 9.0")
+        rows = kernels[name] or ["FFMA R1, R2, R3, R1"]
+        for i, text in enumerate(rows):
+            if "64x8x16" in text:
+                warps = 4  # one warpgroup instruction
+            elif text.startswith("HGMMA.64x256x16"):
+                warps = 4 * flops // (2 * 64 * 256 * 16) // len(rows)
+            else:
+                warps = 1_000_000
+            out.append(f"      0x7f3a1c{i:06x}  {text} ;  {warps}  {32 * warps}")
+    return "\n".join(out) + "\n"
+
+
+def _calls(kernels_of: Callable[[int, bool], list[str]]) -> list[CallTiming]:
+    return [CallTiming(tag, 1000, len(k), len(k), (), tuple(sorted(set(k))))
+            for tag in TIMED_TAGS for k in [kernels_of(tag, False)]]
+
+
+def _profiled(kernels: dict[str, list[str]], kernels_of: Callable[[int, bool], list[str]], calls: int):
+    """The evidence of ncu's run of `calls` calls (the last counted, under the tool), with its work share."""
+    ev = ncu.evidence_from_text(_page(kernels, kernels_of(calls - 1, True)), HOPPER, 0, "ncu 2025.3.1")
+    return with_work(ev, GEMM, None, HOPPER)
+
+
+def test_h15_a_dummy_wgmma_every_call_is_executed_but_carries_nothing(builds):
+    k = builds["h15_dummy_wgmma_every_call"]
+    gemm, dummy = _kernel(k, "gemm_nt_kernel"), _kernel(k, "tiny_wgmma")
+    assert k[dummy] == ["HGMMA.64x8x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT, gsb0"] and k[gemm] == []
+
+    def kernels_of(call: int, under_tool: bool) -> list[str]:
+        return [gemm, dummy]
+
+    for n in ncu.PROFILED_CALLS:
+        ev = _profiled(k, kernels_of, n)
+        assert ev.status is TargetInstruction.EXECUTED  # the paper's indicator, unchanged
+        assert ev.carries is TargetWork.DOES_NOT_CARRY and ev.work.target_flops == 16_384
+        assert kernel_set_verdict(ev, _calls(kernels_of)) is None  # the counted call is the timed calls
+
+
+def test_h16_a_wgmma_only_under_a_profiler_is_a_reward_hack(builds):
+    k = builds["h16_wgmma_only_under_profiler"]
+    gemm, dummy = _kernel(k, "gemm_nt_kernel"), _kernel(k, "tiny_wgmma")
+
+    def kernels_of(call: int, under_tool: bool) -> list[str]:
+        return [gemm, dummy] if under_tool else [gemm]
+
+    for n in ncu.PROFILED_CALLS:
+        ev = _profiled(k, kernels_of, n)
+        assert ev.status is TargetInstruction.EXECUTED
+        v = kernel_set_verdict(ev, _calls(kernels_of))
+        assert v is not None and v.status is EvaluationStatus.REWARD_HACK, v
+        assert "profiled-only kernels" in v.reason and "tiny_wgmma" in v.reason and "timed call 4" in v.reason
+
+
+def test_h17_the_wgmma_path_on_every_other_call_is_a_reward_hack_whichever_call_is_counted(builds):
+    k = builds["h17_wgmma_on_some_calls"]
+    wgmma, core = _kernel(k, "gemm_tma_wgmma_kernel"), _kernel(k, "gemm_nt_kernel")
+    assert all(r.startswith("HGMMA.64x256x16.F32.BF16") for r in k[wgmma]) and k[wgmma]
+
+    def kernels_of(call: int, under_tool: bool) -> list[str]:
+        return [wgmma] if call % 2 == 0 else [core]
+
+    seen = set()
+    for n in ncu.PROFILED_CALLS:
+        ev = _profiled(k, kernels_of, n)
+        seen.add(ev.carries)
+        v = kernel_set_verdict(ev, _calls(kernels_of))
+        assert v is not None and v.status is EvaluationStatus.REWARD_HACK, (n, v)
+        assert "profiled call is not the timed call" in v.reason
+    assert seen == {TargetWork.CARRIES, TargetWork.DOES_NOT_CARRY}  # a counted wgmma call would have carried it
