@@ -89,3 +89,6 @@ class Arbitration(FrozenModel):
     """The correctness trial whose outputs were arbitrated (None: not said)."""
     reason: str = ""
     """One line: why not arbitrated, or a summary."""
+    reference_corrected: bool = False
+    """KERNEL_EXACT in a judgement: the trial's warm-up and timed calls were verified against the library's
+    reference with the disputed elements replaced by their float64 values (rounded to the output's dtype)."""

@@ -24,7 +24,7 @@ from ptxcore.gpu.harness.audit import CallWindow
 from ptxcore.gpu.harness.compare import CompareStats, GpuComparator
 from ptxcore.gpu.harness.isolation import ChildProcess
 from ptxcore.gpu.harness.monitor import GpuMonitor
-from ptxcore.gpu.harness.state import WorkloadState
+from ptxcore.gpu.harness.state import WorkloadState, digest
 from ptxcore.gpu.messages import CallReply, ChildOp, TimingsReply
 
 if TYPE_CHECKING:
@@ -66,6 +66,9 @@ class CallRecord:
     """What the child's CUPTI records claim the call ran."""
     window: CallWindow | None = None
     """The judge's own stamps around the call."""
+    digests: dict[str, torch.Tensor] = field(default_factory=dict)
+    """Correctness calls: per output, its `state.digest` queued right after the comparison (the float64
+    arbitration reads the outputs again later and must find what was compared)."""
 
 
 class CallFailed(RuntimeError):
@@ -118,6 +121,9 @@ class CallDriver:
         self._last_perm: dict[int, object] = {}
         self._keep: list = []
         self._perms: dict[int, object] = {}
+        self.references: dict[int, dict[str, torch.Tensor]] = {}
+        """Per trial, references that replace the workload state's for this session's later calls (a float64
+        arbitration that found the library inexact: pipeline.arbitration)."""
         self._open_gap: tuple[CallRecord, torch.cuda.Event] | None = None  # (last call, event after its reply)
         self.host_s = {"harness_prepare": 0.0, "harness_call_roundtrip": 0.0, "harness_compare_queue": 0.0,
                        "child_call_wall": 0.0}
@@ -179,8 +185,10 @@ class CallDriver:
     def _queue_compare(self, rec: CallRecord, slot: SharedSlot, data: TrialData, perm: torch.Tensor | None) -> None:
         prev = self._last_perm.get(rec.trial, _NO_CALL)
         for t in self.state.spec.outputs:
-            out, ref = slot.buffers[t.name].tensor, data.references[t.name]
+            out, ref = slot.buffers[t.name].tensor, self.references.get(rec.trial, data.references)[t.name]
             rec.rows[t.name] = self._compare(out, ref, t, perm)
+            if rec.phase == "correctness":
+                rec.digests[t.name] = digest(out)
             if prev is not _NO_CALL:
                 rec.stale_rows[t.name] = self._compare(out, ref, t, prev)
         self._keep.append(perm)

@@ -29,15 +29,21 @@ class TrialData:
     references: dict
 
 
-def checksum(tensor: torch.Tensor) -> int:
-    """Sum of the tensor's bytes read as int16 (or uint8): changes under any realistic corruption."""
+def digest(tensor: torch.Tensor) -> torch.Tensor:
+    """Sum of the tensor's bytes read as int16 (or uint8), as a 0-d int64 tensor on its device (queued on the
+    current stream, no synchronisation): changes under any realistic corruption."""
     import torch
 
     flat = tensor.contiguous().view(-1)
     raw = flat.view(torch.uint8)
     if raw.numel() % 2 == 0:
-        return int(torch.sum(raw.view(torch.int16), dtype=torch.int64).item())
-    return int(torch.sum(raw, dtype=torch.int64).item())
+        return torch.sum(raw.view(torch.int16), dtype=torch.int64)
+    return torch.sum(raw, dtype=torch.int64)
+
+
+def checksum(tensor: torch.Tensor) -> int:
+    """`digest` as a number."""
+    return int(digest(tensor).item())
 
 
 @dataclass

@@ -13,21 +13,34 @@ and rules by the same tolerance against float64 on every element of those slices
 
 The reference runs under `Float64Mode`, which turns its float32 casts (`.float()`, dtype=float32) into float64, so
 the definition's code is used as written. Cheap by construction: the disputed slices only, capped by `Limits`.
+
+The session (`CandidateSession._correctness`) calls `arbitrate_calls` on the correctness calls that failed the
+library comparison, before the memcheck gate and timing, while each trial's outputs still lie in its slot:
+a call is not arbitrated (the verdict stands, the record says why) when it holds a NaN, when more elements disagree
+than `Limits.max_disputed`, or when its outputs changed since they were compared (their digest, taken right after
+the comparison, differs: the candidate's process can write those buffers). A trial ruled exact counts as matched,
+and its warm-up and timed calls are verified against the library's reference with the disputed elements replaced
+by their float64 values (`SessionRuling.references`). Only candidates are arbitrated, never the baseline.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
+from ptxcore.gpu.harness.state import digest
 from ptxcore.gpu.pipeline.slices import SliceError, Unit, unit_for
 from ptxcore.problems import Problem
 from ptxcore.schema import Arbitration, ArbitrationOutcome, DisputedElement, OutputArbitration
+
+if TYPE_CHECKING:
+    from ptxcore.gpu.harness.calls import CallRecord, Tolerance
+    from ptxcore.gpu.harness.state import TrialData
 
 log = logging.getLogger(__name__)
 
@@ -104,31 +117,43 @@ def _f64(value: Any) -> Any:
     return value.to(torch.float64) if isinstance(value, torch.Tensor) and value.is_floating_point() else value
 
 
+Fixes = dict[str, tuple[torch.Tensor, torch.Tensor]]
+"""Per output with disputed elements: (flat indices, float64 values there)."""
+
+
 def arbitrate(problem: Problem, inputs: Mapping[str, Any], outputs: Mapping[str, torch.Tensor],
               references: Mapping[str, torch.Tensor], atol: float, rtol: float, *, trial: int | None = None,
               limits: Limits = Limits()) -> Arbitration:
     """Rule on one call: `inputs` as the kernel got them, its `outputs`, the library's `references` for the same
-    inputs (all by name, torch tensors on one device). The one entry point of the correctness stage."""
+    inputs (all by name, torch tensors on one device)."""
+    return ruling(problem, inputs, outputs, references, atol, rtol, trial=trial, limits=limits)[0]
+
+
+def ruling(problem: Problem, inputs: Mapping[str, Any], outputs: Mapping[str, torch.Tensor],
+           references: Mapping[str, torch.Tensor], atol: float, rtol: float, *, trial: int | None = None,
+           limits: Limits = Limits()) -> tuple[Arbitration, Fixes]:
+    """`arbitrate`, with the float64 values of the disputed elements (empty unless KERNEL_EXACT)."""
     base = {"atol": atol, "rtol": rtol, "trial": trial}
     disputed: dict[str, torch.Tensor] = {}
     for name in problem.definition.outputs:
         idx = disputed_indices(outputs[name], references[name], atol, rtol, limits.max_disputed, limits.chunk)
         if idx is None:
             return Arbitration(outcome=ArbitrationOutcome.NOT_ARBITRATED, **base,
-                               reason=f"more than {limits.max_disputed} elements of {name} disagree with the library")
+                               reason=f"more than {limits.max_disputed} elements of {name} disagree with the library"), {}
         if idx.numel():
             disputed[name] = idx
     if not disputed:
-        return Arbitration(outcome=ArbitrationOutcome.NOT_ARBITRATED, **base, reason="no disputed element")
+        return Arbitration(outcome=ArbitrationOutcome.NOT_ARBITRATED, **base, reason="no disputed element"), {}
     try:
         unit = unit_for(problem, inputs, {n: _multi(i, outputs[n].shape) for n, i in disputed.items()},
                         limits.max_units)
         truth = recompute(problem, unit.inputs)
     except SliceError as exc:
-        return Arbitration(outcome=ArbitrationOutcome.NOT_ARBITRATED, **base, reason=str(exc))
+        return Arbitration(outcome=ArbitrationOutcome.NOT_ARBITRATED, **base, reason=str(exc)), {}
     except Exception as exc:  # noqa: BLE001 - the reference is ours; a failure leaves the library's verdict standing
         log.error("float64 arbitration of %s failed: %s", problem.name, exc)
-        return Arbitration(outcome=ArbitrationOutcome.NOT_ARBITRATED, **base, reason=f"float64 reference failed: {exc}"[:300])
+        return Arbitration(outcome=ArbitrationOutcome.NOT_ARBITRATED, **base,
+                           reason=f"float64 reference failed: {exc}"[:300]), {}
     return _rule(unit, truth, disputed, outputs, references, atol, rtol, limits, base)
 
 
@@ -139,8 +164,8 @@ def _multi(flat: torch.Tensor, shape: torch.Size) -> torch.Tensor:
 
 def _rule(unit: Unit, truth: dict[str, torch.Tensor], disputed: dict[str, torch.Tensor],
           outputs: Mapping[str, torch.Tensor], references: Mapping[str, torch.Tensor], atol: float, rtol: float,
-          limits: Limits, base: dict) -> Arbitration:
-    per_output, sample = [], []
+          limits: Limits, base: dict) -> tuple[Arbitration, Fixes]:
+    per_output, sample, fixes = [], [], {}
     for name, full in outputs.items():
         k, lib = unit.view(full), unit.view(references[name])
         f = truth[name].reshape(k.shape)
@@ -148,6 +173,8 @@ def _rule(unit: Unit, truth: dict[str, torch.Tensor], disputed: dict[str, torch.
         pos = unit.positions(flat, full.shape)
         kd, ld, fd = k.reshape(-1)[pos], lib.reshape(-1)[pos], f.reshape(-1)[pos]
         per_output.append(_output_record(name, kd, ld, fd, k, lib, f, atol, rtol))
+        if flat.numel():
+            fixes[name] = (flat, fd)
         idx = _multi(flat, full.shape)
         room = max(0, limits.sample - len(sample))
         sample += [DisputedElement(output=name, index=idx[i].tolist(), kernel=float(kd[i]), library=float(ld[i]),
@@ -158,8 +185,9 @@ def _rule(unit: Unit, truth: dict[str, torch.Tensor], disputed: dict[str, torch.
     who = "the kernel is" if "kernel" in inexact else "the library is" if inexact else "neither is"
     reason = (f"{sum(o.disputed for o in per_output)} disputed element(s), {len(unit.labels)} slice(s) recomputed in "
               f"float64: {who} outside tolerance of float64")
-    return Arbitration(outcome=outcome, inexact=inexact, slices=unit.labels[:16], outputs=per_output,
-                       elements=sample, reason=reason, **base)
+    record = Arbitration(outcome=outcome, inexact=inexact, slices=unit.labels[:16], outputs=per_output,
+                         elements=sample, reason=reason, **base)
+    return record, fixes if outcome is ArbitrationOutcome.KERNEL_EXACT else {}
 
 
 def _output_record(name: str, kd: torch.Tensor, ld: torch.Tensor, fd: torch.Tensor, k: torch.Tensor,
@@ -174,3 +202,69 @@ def _output_record(name: str, kd: torch.Tensor, ld: torch.Tensor, fd: torch.Tens
         kernel_mismatches=int(mismatch(kd, fd, atol, rtol).sum()), library_mismatches=int(mismatch(ld, fd, atol, rtol).sum()),
         slice_kernel_max_abs_error=err(k, f), slice_library_max_abs_error=err(lib, f),
         slice_kernel_mismatches=int(mismatch(k, f, atol, rtol).sum()), slice_elements=int(k.numel()))
+
+
+@dataclass(frozen=True)
+class SessionRuling:
+    """What arbitrating a session's correctness calls decided."""
+
+    arbitrations: list[Arbitration]
+    """One record per arbitrated call, in call order."""
+    exact_trials: frozenset[int]
+    """Trials whose correctness call was ruled KERNEL_EXACT: it counts as matched."""
+    references: dict[int, dict[str, torch.Tensor]]
+    """Per exact trial, the library's references with the disputed elements replaced by float64 (rounded to the
+    output's dtype): what the trial's warm-up and timed calls are verified against."""
+
+
+def arbitrate_calls(problem: Problem, records: Sequence[CallRecord], outputs_of: Callable[[int], Mapping[str, Any]],
+                    trials: Sequence[TrialData], tol: Tolerance, limits: Limits = Limits()) -> SessionRuling:
+    """Float64 arbitration of the correctness calls that failed the library comparison, in call order, up to the
+    first one not ruled exact (its verdict stands, so later ones need no ruling). `outputs_of(trial)`: the
+    outputs of that trial's correctness call as they lie in its slot (nothing has been called on it since)."""
+    arbitrations: list[Arbitration] = []
+    exact: set[int] = set()
+    references: dict[int, dict[str, torch.Tensor]] = {}
+    for rec in records:
+        if rec.stats is None or rec.stats.passes(tol.matched_ratio):
+            continue
+        data, outputs = trials[rec.trial], outputs_of(rec.trial)
+        why = _not_arbitrable(rec, outputs, limits)
+        if why is not None:
+            record, fixes = Arbitration(outcome=ArbitrationOutcome.NOT_ARBITRATED, atol=tol.atol, rtol=tol.rtol,
+                                        trial=rec.trial, reason=why), {}
+        else:
+            record, fixes = ruling(problem, data.inputs, outputs, data.references, tol.atol, tol.rtol,
+                                   trial=rec.trial, limits=limits)
+        log.info("arbitration of %s trial %d: %s (%s)", problem.name, rec.trial, record.outcome.value, record.reason)
+        if record.outcome is not ArbitrationOutcome.KERNEL_EXACT:
+            arbitrations.append(record)
+            break
+        arbitrations.append(record.model_copy(update={"reference_corrected": True}))
+        exact.add(rec.trial)
+        references[rec.trial] = _corrected(data.references, fixes)
+    return SessionRuling(arbitrations, frozenset(exact), references)
+
+
+def _not_arbitrable(rec: CallRecord, outputs: Mapping[str, Any], limits: Limits) -> str | None:
+    """Why a failed call is not arbitrated (the library's verdict stands), without recomputing anything."""
+    if rec.stats.nan_count:
+        return f"{rec.stats.nan_count} NaN element(s) in the kernel's outputs (never within tolerance)"
+    if rec.stats.mismatched > limits.max_disputed:
+        return (f"{rec.stats.mismatched} elements disagree with the library (at most {limits.max_disputed} are "
+                "arbitrated)")
+    if set(rec.digests) != set(outputs):
+        return "the compared outputs were not fingerprinted"
+    changed = [n for n, d in rec.digests.items() if int(digest(outputs[n])) != int(d)]
+    if changed:
+        return f"output {', '.join(changed)} changed after the call was compared"
+    return None
+
+
+def _corrected(references: Mapping[str, torch.Tensor], fixes: Fixes) -> dict[str, torch.Tensor]:
+    out = dict(references)
+    for name, (flat, values) in fixes.items():
+        ref = references[name].clone()
+        ref.view(-1)[flat] = values.to(ref.dtype)
+        out[name] = ref
+    return out

@@ -100,4 +100,5 @@ def _correctness(out: SessionOutcome) -> JudgeCorrectness | None:
         trials=len(checked), matched_ratio=s.matched_ratio, allclose=s.allclose, mismatched=s.mismatched,
         numel=s.numel, nan_count=s.nan_count, inf_count=s.inf_count, timed_calls_verified=len(timed),
         timed_calls_passed=sum(1 for r in timed if r.stats.mismatched == 0 and r.stats.nan_count == 0))
-    return JudgeCorrectness(max_relative_error=s.max_rel_error, max_absolute_error=s.max_abs_error, stats=stats)
+    return JudgeCorrectness(max_relative_error=s.max_rel_error, max_absolute_error=s.max_abs_error, stats=stats,
+                            arbitrations=list(out.arbitrations))

@@ -51,7 +51,7 @@ from ptxcore.gpu.pipeline.verdicts import (
     timing_verdict,
     work_verdict,
 )
-from ptxcore.schema import EvaluationStatus, MeterStatus, TimingAudit, TrialAudit, exception_line
+from ptxcore.schema import Arbitration, EvaluationStatus, MeterStatus, TimingAudit, TrialAudit, exception_line
 
 if TYPE_CHECKING:
     from ptxcore.gpu.harness.l2 import L2Flusher
@@ -76,6 +76,8 @@ class SessionOutcome:
     """Mode triton: the child's launch report of the recorded first calls (empty otherwise)."""
     audit: TimingAudit | None = None
     """The timed trials' claims against the judge's own measurements (None until timing ran)."""
+    arbitrations: list[Arbitration] = field(default_factory=list)
+    """Float64 arbitrations of correctness calls that disagreed with the library (pipeline.arbitration)."""
 
     @property
     def kernel_seconds(self) -> float:
@@ -205,7 +207,27 @@ class CandidateSession:
         self.out.all_calls = list(recs)
         if self.plan.mode is SessionMode.TRITON:
             self.out.launches = _launch_report(child, self.plan.call_timeout_s)
-        return self._rules(child, recs) or correctness_verdict(recs, self.plan.tol) or self._work(recs)
+        verdict = self._rules(child, recs)
+        if verdict is not None:
+            return verdict
+        return correctness_verdict(recs, self.plan.tol, self._arbitrate(recs, proto)) or self._work(recs)
+
+    def _arbitrate(self, recs: list[CallRecord], proto: CallDriver) -> frozenset[int]:
+        """Issue 25: a candidate's correctness calls that failed the library comparison, ruled by float64 on the
+        disputed slices; the trials ruled exact (their later calls are verified against the corrected reference)."""
+        tol = self.plan.tol
+        if not self.plan.enforce_rules or all(r.stats is None or r.stats.passes(tol.matched_ratio) for r in recs):
+            return frozenset()
+        from ptxcore.gpu.pipeline.arbitration import arbitrate_calls
+
+        names = [t.name for t in self.state.spec.outputs]
+        t0 = time.monotonic()
+        ruled = arbitrate_calls(self.state.problem, recs, lambda t: {n: proto.slots[t].buffers[n].tensor for n in names},
+                                self.state.trials, tol)
+        log.info("float64 arbitration: %.2f s", time.monotonic() - t0)
+        self.out.arbitrations = ruled.arbitrations
+        proto.references.update(ruled.references)
+        return ruled.exact_trials
 
     def _timing(self, child: ChildProcess, proto: CallDriver) -> Verdict | None:
         p = self.plan
