@@ -46,7 +46,7 @@ from .solution import BuildSpec, Solution, SourceFile
 from .text import exception_line
 from .timing import MeterStatus, TimingAudit, TrialAudit
 from .trace import Correctness, Environment, Evaluation, Performance, Trace
-from .work import ProfiledKernel, TargetOpCount, TargetWork, TargetWorkShare
+from .work import ProfiledKernel, ProfileOutcome, TargetOpCount, TargetWork, TargetWorkShare
 from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
 
 __all__ = [
@@ -58,6 +58,6 @@ __all__ = [
     "Evaluation", "Performance", "Trace", "RandomInput", "SafetensorsInput", "ScalarInput", "Workload",
     "MeterStatus", "TimingAudit", "TrialAudit",
     "Arbitration", "ArbitrationOutcome", "DisputedElement", "OutputArbitration",
-    "ProfiledKernel", "TargetOpCount", "TargetWork", "TargetWorkShare",
+    "ProfiledKernel", "ProfileOutcome", "TargetOpCount", "TargetWork", "TargetWorkShare",
     "AugmentationStatus", "FeedbackAugmentation", "ItemKind", "RetrievalCondition", "RetrievedItem",
 ]

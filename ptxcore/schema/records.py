@@ -17,7 +17,7 @@ from .environment import EnvironmentInfo
 from .migrate import empty_to_none, migrate_correctness
 from .timing import TimingAudit
 from .trace import Correctness, Performance
-from .work import ProfiledKernel, TargetOpCount, TargetWork, TargetWorkShare
+from .work import ProfiledKernel, ProfileOutcome, TargetOpCount, TargetWork, TargetWorkShare
 
 
 class KernelResources(FrozenModel):
@@ -156,6 +156,9 @@ class TargetInstructionEvidence(FrozenModel):
     """The kernels ncu profiled in the counted call (compared with the timed calls' CUPTI kernels)."""
     work: TargetWorkShare | None = None
     """The target path's share of the problem's work (None: not computed, e.g. nothing was profiled)."""
+    profile: ProfileOutcome | None = None
+    """How the counting run ended (None: none ran - static evidence, ncu off, not passed - or evidence recorded
+    before this field)."""
 
     _empty = field_validator("source_sha256", "cubin_sha256", mode="before")(empty_to_none)
 

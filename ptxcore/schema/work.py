@@ -26,6 +26,19 @@ class TargetWork(StrEnum):
     """Not decidable from the evidence (not profiled, or only bounds that straddle the threshold)."""
 
 
+class ProfileOutcome(StrEnum):
+    """How the counting run (Nsight Compute around one call) ended, beside the evidence's status."""
+
+    COUNTED = "counted"
+    """ncu profiled kernels in the counted call: their counts are the evidence."""
+    NOTHING_PROFILED = "nothing_profiled"
+    """ncu ran to its end but profiled no kernel in the counted call's NVTX range (a candidate that launches its
+    kernels elsewhere or not at all there, while its timed calls do, is caught by the kernel-set check)."""
+    FAILED = "failed"
+    """ncu or the process under it failed (exit status, ==ERROR==), timed out, was killed at the stage's memory
+    limit, or could not start: no counts, so no target credit."""
+
+
 class TargetOpCount(FrozenModel):
     """One target-family SASS instruction shape and what the profiled call executed of it."""
 

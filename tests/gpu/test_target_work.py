@@ -23,6 +23,7 @@ from ptxcore.schema import (
     EvaluationStatus,
     MeterStatus,
     ProfiledKernel,
+    ProfileOutcome,
     StaticTarget,
     TargetInstruction,
     TargetInstructionEvidence,
@@ -176,6 +177,48 @@ def test_grids_are_compared_where_both_sides_give_them():
     assert kernel_set_verdict(ev, [_call((MANGLED,), 1)], timed_grids=[{MANGLED: (56, 64, 1)}]) is None
     v = kernel_set_verdict(ev, [_call((MANGLED,), 1)], timed_grids=[{MANGLED: (1, 1, 1)}])
     assert v.status is EvaluationStatus.REWARD_HACK and "grid (1, 1, 1)" in v.reason
+
+
+def test_the_counting_run_says_how_it_ended():
+    assert _ev(WGMMA_GEMM).profile is ProfileOutcome.COUNTED
+    nothing = _ev("==PROF== Connected to process 4242 (/usr/bin/python3.12)\n==PROF== Disconnected\n")
+    assert nothing.status is TargetInstruction.UNKNOWN and nothing.profile is ProfileOutcome.NOTHING_PROFILED
+    failed = ncu.evidence_from_text("==ERROR== The application returned an error code (1).\n", HOPPER, 1, "ncu")
+    assert failed.status is TargetInstruction.UNKNOWN and failed.profile is ProfileOutcome.FAILED
+
+
+def test_a_counting_run_that_profiled_nothing_while_the_timed_calls_ran_kernels_is_a_reward_hack():
+    """Issue 25 (fail closed): before, `unknown` evidence skipped the kernel-set check, so a candidate that hid its
+    kernels from the counted call (launched them outside its NVTX range, or not at all under a profiler) passed."""
+    nothing = _ev("==PROF== Connected to process 4242 (/usr/bin/python3.12)\n")
+    v = kernel_set_verdict(nothing, [_call((MANGLED,), 1, 9)])
+    assert v.status is EvaluationStatus.REWARD_HACK and "profiled no kernel in the counted call" in v.reason
+    assert "timed call 9" in v.reason and MANGLED in v.reason
+    assert kernel_set_verdict(nothing, [_call((), 0)]) is None  # nothing timed either: the work rule judges that
+    v = kernel_set_verdict(nothing, [_call(("matmul_kernel", "torch_fill"), 2)], only=["matmul_kernel"])
+    assert v.status is EvaluationStatus.REWARD_HACK
+    assert kernel_set_verdict(nothing, [_call(("torch_fill",), 1)], only=["matmul_kernel"]) is None
+    failed = ncu.evidence_from_text("==ERROR== crashed\n", HOPPER, 1, "ncu")
+    assert kernel_set_verdict(failed, [_call((MANGLED,), 1)]) is None  # no counts, no credit (carries unknown)
+
+
+def test_the_judge_applies_the_check_to_the_timed_calls(tmp_path):
+    from ptxcore.gpu import JudgeConfig
+    from ptxcore.gpu.harness.calls import CallRecord
+    from ptxcore.gpu.messages import SessionMode
+    from ptxcore.gpu.pipeline.judge import GpuJudge
+    from ptxcore.gpu.pipeline.session import SessionOutcome
+
+    judge = GpuJudge(JudgeConfig(cache_dir=tmp_path))
+    out = SessionOutcome()
+    for tag in (4, 5):
+        rec = CallRecord(tag, "timed", 0, tag)
+        rec.timing = _call((MANGLED,), 1, tag)
+        out.timed.append(rec)
+    plan = SimpleNamespace(mode=SessionMode.FFI)
+    nothing = _ev("==PROF== Connected to process 4242 (/usr/bin/python3.12)\n")
+    assert judge._counted_is_timed(plan, out, nothing, HOPPER).status is EvaluationStatus.REWARD_HACK
+    assert judge._counted_is_timed(plan, out, _ev(WGMMA_GEMM), HOPPER) is None
 
 
 def _audit(share: float | None, busy_ms: float = 0.8) -> TimingAudit:

@@ -75,6 +75,15 @@ def test_call_without_gpu_work_is_flagged_but_all_silent_is_left_to_the_caller()
     assert v.status is EvaluationStatus.REWARD_HACK and "no GPU work" in v.reason
 
 
+def test_a_call_that_ran_only_copies_computed_its_outputs_off_the_gpu():
+    """Issue 25 (fail closed): CUPTI saw a memcpy but no kernel; before, such a call passed with the copy's span
+    as its latency."""
+    busy, copy_only = CallTiming(0, 10, 1, 1, ()), CallTiming(1, 40, 1, 0, ())
+    v = work_verdict([_rec(0, GOOD, timing=busy), _rec(1, GOOD, timing=copy_only)], instrument_ok=True)
+    assert v.status is EvaluationStatus.REWARD_HACK and "no kernel ran during correctness call 0 of trial 1" in v.reason
+    assert work_verdict([_rec(0, GOOD, timing=busy), _rec(1, GOOD, timing=CallTiming(1, 9, 3, 2, ()))]) is None
+
+
 def test_forbidden_libraries_linked_or_loaded_are_rejected():
     v = library_verdict([], ["libcudart.so.13", "libcublas.so.13"])
     assert v.status is EvaluationStatus.REJECTED and "links libcublas.so.13" in v.reason

@@ -32,7 +32,13 @@ from ptxcore.gpu.harness.triton import TritonFiles, candidate_args
 from ptxcore.sandbox import SandboxStatus, SandboxUnavailableError
 from ptxcore.sass.tools import find_tool
 from ptxcore.sass.work import target_ops
-from ptxcore.schema import ProfiledKernel, StaticTarget, TargetInstruction, TargetInstructionEvidence
+from ptxcore.schema import (
+    ProfiledKernel,
+    ProfileOutcome,
+    StaticTarget,
+    TargetInstruction,
+    TargetInstructionEvidence,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +50,7 @@ _KERNEL_HEADER = re.compile(
 )
 _CONTINUATION = re.compile(r"^\s+(\S.*?)\s*$")
 MAX_RAW_ROWS = 200
+FAILED = ProfileOutcome.FAILED
 PROFILED_CALLS = (2, 3, 4)
 """How many calls the profiled child makes (the last one is counted): drawn per run, so the counted call's index
 tells a candidate nothing. ncu replays the whole application per pass; the draw is fixed for the run."""
@@ -145,9 +152,9 @@ def evidence_from_text(text: str, arch: Architecture, returncode: int, tool: str
     if returncode != 0 or "==ERROR==" in text:
         errs = [ln for ln in text.splitlines() if "==ERROR==" in ln][:3]
         return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, reason=(
-            f"ncu failed (exit {returncode}): " + " | ".join(errs))[:500], **base)
+            f"ncu failed (exit {returncode}): " + " | ".join(errs))[:500], profile=ProfileOutcome.FAILED, **base)
     if not kernels and not rows:
-        return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN,
+        return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, profile=ProfileOutcome.NOTHING_PROFILED,
                                          reason="ncu profiled no kernel in the NVTX range", **base)
     counts, matched = family_counts(rows, arch)
     required = [f.name for f in arch.target_families]
@@ -158,7 +165,8 @@ def evidence_from_text(text: str, arch: Architecture, returncode: int, tool: str
         status=TargetInstruction.EXECUTED if executed else TargetInstruction.NOT_EXECUTED,
         family_thread_inst_executed={k: counts.get(k, 0) for k in sorted({*counts, *required})},
         raw_rows=raw, reason=f"profiled kernels: {', '.join(k[:80] for k in dict.fromkeys(kernels[:8]))}",
-        target_ops=target_ops(rows, arch), profiled_kernels=profiled_kernels(text), **base,
+        target_ops=target_ops(rows, arch), profiled_kernels=profiled_kernels(text), profile=ProfileOutcome.COUNTED,
+        **base,
     )
 
 
@@ -250,14 +258,14 @@ def profile_target(
             outcome = stage.run(argv(stage.candidate), timeout_s)
     except SandboxUnavailableError as exc:
         return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, static=StaticTarget.PRESENT,
-                                         tool="ncu", reason=f"ncu not run: {exc}"[:500])
+                                         profile=FAILED, tool="ncu", reason=f"ncu not run: {exc}"[:500])
     if outcome.status is SandboxStatus.TIMED_OUT:
         return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, static=StaticTarget.PRESENT,
-                                         tool="ncu", reason=f"ncu timed out after {timeout_s:.0f} s")
+                                         profile=FAILED, tool="ncu", reason=f"ncu timed out after {timeout_s:.0f} s")
     if outcome.status is SandboxStatus.MEMORY_LIMIT:
-        return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, static=StaticTarget.PRESENT, tool="ncu",
-                                         reason=f"ncu killed at {outcome.resident_bytes / 2**30:.1f} GiB of resident "
-                                                "memory (the stage's limit)")
+        return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, static=StaticTarget.PRESENT,
+                                         profile=FAILED, tool="ncu", reason=f"ncu killed at "
+                                         f"{outcome.resident_bytes / 2**30:.1f} GiB of resident memory (the stage's limit)")
     text = outcome.stdout + "\n" + outcome.stderr
     if raw_log is not None:
         raw_log.write_text(text)

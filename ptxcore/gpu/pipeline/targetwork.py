@@ -6,7 +6,8 @@ the two checks that the counted call is the timed call.
   the cache is keyed by source and build, the share by the judged workload.
 - `kernel_set_verdict`: the kernels ncu profiled (names, launches per call) against those CUPTI recorded in every
   timed call; a difference is REWARD_HACK (ncu ran in another process on other inputs: a candidate that behaves
-  differently there is caught by what it launches). Grids are compared where both sides give them.
+  differently there is caught by what it launches). Grids are compared where both sides give them. A counting run
+  that profiled nothing while the timed calls ran kernels is such a difference too (it fails closed).
 - `tensor_time_verdict`: the timed calls' metered tensor-pipe time against the least time the profiled call's
   tensor FLOPs need at the GPU's peak rate; far less is REWARD_HACK (the same kernels, but the tensor work only
   under the profiler). Needs the device meter's tensor counters; the rule's slack is to be calibrated on the H200.
@@ -25,6 +26,7 @@ from ptxcore.problems import Problem, problem_work
 from ptxcore.sass.work import carry_threshold, evidence_work
 from ptxcore.schema import (
     EvaluationStatus,
+    ProfileOutcome,
     TargetInstruction,
     TargetInstructionEvidence,
     TargetWork,
@@ -107,6 +109,8 @@ def kernel_set_verdict(ev: TargetInstructionEvidence, timed: Sequence[CallTiming
     when every kernel of the call is profiled); None when they agree or nothing was profiled. `only`: ncu profiled
     only these kernels (a Triton candidate's), so only they are compared. `timed_grids`: per timed call, name ->
     grid from CUPTI, when the child records them (not yet: CallTiming has no grid)."""
+    if ev.profile is ProfileOutcome.NOTHING_PROFILED:
+        return _nothing_profiled(timed, {_name(n) for n in only} if only is not None else None)
     if ev.status is not TargetInstruction.EXECUTED and ev.status is not TargetInstruction.NOT_EXECUTED:
         return None  # nothing was profiled (absent, unknown): there is no counted call to compare
     if not ev.profiled_kernels:
@@ -122,6 +126,21 @@ def kernel_set_verdict(ev: TargetInstructionEvidence, timed: Sequence[CallTiming
             return Verdict(EvaluationStatus.REWARD_HACK,
                            f"the profiled call is not the timed call: {why} (timed call {call.tag}; profiled: "
                            f"{_describe(profiled)})")
+    return None
+
+
+def _nothing_profiled(timed: Sequence[CallTiming], only: set[str] | None) -> Verdict | None:
+    """ncu ran to its end and counted no kernel in the counted call: REWARD_HACK when the timed calls ran kernels
+    (those ncu was to count, with `only`); None when they ran none either (the kernel-less call is judged by the
+    work rule)."""
+    for call in timed:
+        names = {_name(n) for n in call.kernel_names if not n.startswith("... ")}
+        ran = bool(names & only) if only is not None else call.kernels > 0
+        if ran:
+            return Verdict(EvaluationStatus.REWARD_HACK,
+                           f"the profiled call is not the timed call: Nsight Compute profiled no kernel in the counted "
+                           f"call, timed call {call.tag} ran {call.kernels} kernel launch(es) "
+                           f"({', '.join(n[:60] for n in sorted(names)[:3])})")
     return None
 
 

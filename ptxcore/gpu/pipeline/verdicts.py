@@ -79,7 +79,8 @@ def stream_verdict(records: list[CallRecord]) -> Verdict | None:
 
 
 def work_verdict(records: list[CallRecord], instrument_ok: bool = False) -> Verdict | None:
-    """A call whose outputs checked out but that ran nothing on the GPU wrote them some other way.
+    """A call whose outputs checked out but that ran nothing on the GPU wrote them some other way, and so did one
+    that ran only copies or memsets (no kernel: the outputs were computed elsewhere, and its span times a copy).
     `instrument_ok`: CUPTI saw the session's calibration memset, so calls with no activity at all ran nothing;
     without that proof an all-silent session is an instrument problem, handled as INFRA by the caller."""
     timed = [r for r in records if r.timing is not None]
@@ -88,6 +89,10 @@ def work_verdict(records: list[CallRecord], instrument_ok: bool = False) -> Verd
     for rec in timed:
         if rec.timing.records == 0:
             return Verdict(EvaluationStatus.REWARD_HACK, f"no GPU work recorded during {_where(rec)}")
+        if rec.timing.kernels == 0:
+            return Verdict(EvaluationStatus.REWARD_HACK,
+                           f"no kernel ran during {_where(rec)}: only {rec.timing.records} copy or memset "
+                           "operation(s), so its outputs were computed off the GPU")
     return None
 
 
