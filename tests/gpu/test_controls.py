@@ -16,8 +16,8 @@ from ptxcore.arch import get_architecture
 from ptxcore.gpu import JudgeConfig
 from ptxcore.gpu.pipeline.judge import GpuJudge
 from ptxcore.problems import get_problem
+from ptxcore.schema import ArbitrationOutcome, MeterStatus
 from ptxcore.schema import EvaluationStatus as S
-from ptxcore.schema import MeterStatus
 from ptxcore.schema import TargetInstruction as T
 
 pytestmark = pytest.mark.gpu
@@ -70,6 +70,9 @@ def test_control(judge: GpuJudge, name: str, problem: str, status: S, target: T 
     assert r.status is status, f"{r.status.value}: {r.reason}\n{r.log[-1500:]}"
     if target is not None:
         assert r.target_instruction.status is target, r.target_instruction.model_dump_json()[:1500]
+    if status is S.INCORRECT_NUMERICAL:  # issue 25: a wrong kernel is never saved by the float64 arbitration
+        assert all(a.outcome is not ArbitrationOutcome.KERNEL_EXACT for a in r.correctness.arbitrations), \
+            r.correctness.model_dump_json()[:1500]
     if status is S.PASSED:
         assert r.performance.latency_ms > 0 and r.performance.reference_latency_ms > 0
         assert r.timing_audit is not None and r.timing_audit.meter is MeterStatus.MEASURED
