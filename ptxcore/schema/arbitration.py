@@ -91,4 +91,4 @@ class Arbitration(FrozenModel):
     """One line: why not arbitrated, or a summary."""
     reference_corrected: bool = False
     """KERNEL_EXACT in a judgement: the trial's warm-up and timed calls were verified against the library's
-    reference with the disputed elements replaced by their float64 values (rounded to the output's dtype)."""
+    reference with the recomputed slices replaced by their float64 values (rounded to the output's dtype)."""

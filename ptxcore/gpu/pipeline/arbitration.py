@@ -19,13 +19,14 @@ library comparison, before the memcheck gate and timing, while each trial's outp
 a call is not arbitrated (the verdict stands, the record says why) when it holds a NaN, when more elements disagree
 than `Limits.max_disputed`, or when its outputs changed since they were compared (their digest, taken right after
 the comparison, differs: the candidate's process can write those buffers). A trial ruled exact counts as matched,
-and its warm-up and timed calls are verified against the library's reference with the disputed elements replaced
-by their float64 values (`SessionRuling.references`). Only candidates are arbitrated, never the baseline.
+and its warm-up and timed calls are verified against the library's reference with the recomputed slices replaced
+by their float64 values (`SessionRuling.references`: there the kernel was shown within tolerance everywhere). Only candidates are arbitrated, never the baseline.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -117,8 +118,8 @@ def _f64(value: Any) -> Any:
     return value.to(torch.float64) if isinstance(value, torch.Tensor) and value.is_floating_point() else value
 
 
-Fixes = dict[str, tuple[torch.Tensor, torch.Tensor]]
-"""Per output with disputed elements: (flat indices, float64 values there)."""
+Fixes = dict[str, tuple[int, torch.Tensor, torch.Tensor]]
+"""Per output: (lead dims, the recomputed slices' lead indices, their float64 values as [slices, rest])."""
 
 
 def arbitrate(problem: Problem, inputs: Mapping[str, Any], outputs: Mapping[str, torch.Tensor],
@@ -132,7 +133,7 @@ def arbitrate(problem: Problem, inputs: Mapping[str, Any], outputs: Mapping[str,
 def ruling(problem: Problem, inputs: Mapping[str, Any], outputs: Mapping[str, torch.Tensor],
            references: Mapping[str, torch.Tensor], atol: float, rtol: float, *, trial: int | None = None,
            limits: Limits = Limits()) -> tuple[Arbitration, Fixes]:
-    """`arbitrate`, with the float64 values of the disputed elements (empty unless KERNEL_EXACT)."""
+    """`arbitrate`, with the float64 values of the recomputed slices (empty unless KERNEL_EXACT)."""
     base = {"atol": atol, "rtol": rtol, "trial": trial}
     disputed: dict[str, torch.Tensor] = {}
     for name in problem.definition.outputs:
@@ -173,8 +174,7 @@ def _rule(unit: Unit, truth: dict[str, torch.Tensor], disputed: dict[str, torch.
         pos = unit.positions(flat, full.shape)
         kd, ld, fd = k.reshape(-1)[pos], lib.reshape(-1)[pos], f.reshape(-1)[pos]
         per_output.append(_output_record(name, kd, ld, fd, k, lib, f, atol, rtol))
-        if flat.numel():
-            fixes[name] = (flat, fd)
+        fixes[name] = (unit.lead, unit.sel, f)
         idx = _multi(flat, full.shape)
         room = max(0, limits.sample - len(sample))
         sample += [DisputedElement(output=name, index=idx[i].tolist(), kernel=float(kd[i]), library=float(ld[i]),
@@ -213,7 +213,7 @@ class SessionRuling:
     exact_trials: frozenset[int]
     """Trials whose correctness call was ruled KERNEL_EXACT: it counts as matched."""
     references: dict[int, dict[str, torch.Tensor]]
-    """Per exact trial, the library's references with the disputed elements replaced by float64 (rounded to the
+    """Per exact trial, the library's references with the recomputed slices replaced by float64 (rounded to the
     output's dtype): what the trial's warm-up and timed calls are verified against."""
 
 
@@ -263,8 +263,8 @@ def _not_arbitrable(rec: CallRecord, outputs: Mapping[str, Any], limits: Limits)
 
 def _corrected(references: Mapping[str, torch.Tensor], fixes: Fixes) -> dict[str, torch.Tensor]:
     out = dict(references)
-    for name, (flat, values) in fixes.items():
+    for name, (lead, sel, values) in fixes.items():
         ref = references[name].clone()
-        ref.view(-1)[flat] = values.to(ref.dtype)
+        ref.view(math.prod(ref.shape[:lead]), -1)[sel] = values.to(ref.dtype)
         out[name] = ref
     return out
