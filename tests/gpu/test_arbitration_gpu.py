@@ -61,5 +61,4 @@ def test_our_mha_bwd_d64_causal_kernel_is_passed_by_arbitration(tmp_path):
     print(f"\n{r.status.value}: {r.reason[:300]}\n" + "\n".join(a.model_dump_json() for a in arbs)[:3000])
     assert r.status is EvaluationStatus.PASSED, r.reason
     assert arbs and all(a.outcome is ArbitrationOutcome.KERNEL_EXACT and a.reference_corrected for a in arbs)
-    assert "library" in arbs[0].inexact
     assert r.correctness.stats.timed_calls_passed == r.correctness.stats.timed_calls_verified == 9
