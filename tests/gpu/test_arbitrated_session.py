@@ -112,7 +112,8 @@ def test_over_the_cap_nothing_is_recomputed_and_the_verdict_stands(monkeypatch):
     assert correctness_verdict(recs, TOL, ruled.exact_trials).status is EvaluationStatus.INCORRECT_NUMERICAL
     data, exact = _trial(6)
     recs, ruled = _session([exact.bfloat16()], [data], Limits(max_units=1))  # 2 rows hold disputes, 1 allowed
-    assert ruled.arbitrations[0].outcome is ArbitrationOutcome.NOT_ARBITRATED and "2 rows of C" in ruled.arbitrations[0].reason
+    (a,) = ruled.arbitrations
+    assert a.outcome is ArbitrationOutcome.NOT_ARBITRATED and "2 rows of C" in a.reason
 
 
 def test_changed_outputs_and_nan_are_not_arbitrated():

@@ -20,7 +20,8 @@ a call is not arbitrated (the verdict stands, the record says why) when it holds
 than `Limits.max_disputed`, or when its outputs changed since they were compared (their digest, taken right after
 the comparison, differs: the candidate's process can write those buffers). A trial ruled exact counts as matched,
 and its warm-up and timed calls are verified against the library's reference with the recomputed slices replaced
-by their float64 values (`SessionRuling.references`: there the kernel was shown within tolerance everywhere). Only candidates are arbitrated, never the baseline.
+by their float64 values (`SessionRuling.references`: there the kernel was shown within tolerance everywhere).
+Only candidates are arbitrated, never the baseline.
 """
 
 from __future__ import annotations
@@ -139,8 +140,8 @@ def ruling(problem: Problem, inputs: Mapping[str, Any], outputs: Mapping[str, to
     for name in problem.definition.outputs:
         idx = disputed_indices(outputs[name], references[name], atol, rtol, limits.max_disputed, limits.chunk)
         if idx is None:
-            return Arbitration(outcome=ArbitrationOutcome.NOT_ARBITRATED, **base,
-                               reason=f"more than {limits.max_disputed} elements of {name} disagree with the library"), {}
+            why = f"more than {limits.max_disputed} elements of {name} disagree with the library"
+            return Arbitration(outcome=ArbitrationOutcome.NOT_ARBITRATED, **base, reason=why), {}
         if idx.numel():
             disputed[name] = idx
     if not disputed:

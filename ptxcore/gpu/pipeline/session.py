@@ -6,6 +6,9 @@ InfraError. Mode triton differs in three places: the first call gets the start-u
 it), the library rule is the foreign-kernel rule (torch maps cuBLAS/cuDNN into every Triton child), and a Triton
 compile error reported by the child is COMPILE_ERROR.
 
+A correctness call that disagrees with the library on a few elements is ruled by float64 on the disputed slices
+(pipeline.arbitration, issue 25) before the memcheck gate, while its outputs still lie in the slot.
+
 The latency is the child's claim (its CUPTI spans); the judge's device meter (harness.meter), which runs in this
 process, measures the GPU's busy time of the same calls, and a claim far below it is REWARD_HACK
 (pipeline.verdicts.measurement_verdict). The meter takes the device's sampler before the candidate's process
@@ -221,9 +224,12 @@ class CandidateSession:
         from ptxcore.gpu.pipeline.arbitration import arbitrate_calls
 
         names = [t.name for t in self.state.spec.outputs]
+
+        def outputs_of(trial: int) -> dict:
+            return {n: proto.slots[trial].buffers[n].tensor for n in names}
+
         t0 = time.monotonic()
-        ruled = arbitrate_calls(self.state.problem, recs, lambda t: {n: proto.slots[t].buffers[n].tensor for n in names},
-                                self.state.trials, tol)
+        ruled = arbitrate_calls(self.state.problem, recs, outputs_of, self.state.trials, tol)
         log.info("float64 arbitration: %.2f s", time.monotonic() - t0)
         self.out.arbitrations = ruled.arbitrations
         proto.references.update(ruled.references)
