@@ -128,6 +128,11 @@ class KernelEnv:
     def _messages(self, state: AgentState) -> list[Message]:
         return MiniPTXAgent(_Completion("", LLMUsage(), "", ""), self.evaluator, self._config).next_messages(state)
 
+    def call_context(self) -> CallContext:
+        """Who the policy's next call is for (problem, arch, variant, episode index, turn), as the agent passes it."""
+        episode = self._current()
+        return episode.plan.call_context(len(episode.state.turns))
+
     @property
     def trajectory_id(self) -> str | None:
         return self._episode.plan.trajectory_id if self._episode is not None else None

@@ -110,3 +110,16 @@ def test_abandoned_step_ends_the_episode_as_error():
 def test_bad_spec_fields_are_refused(field, value):
     with pytest.raises(ValueError, match=field):
         EnvSpec.model_validate({"problem": "gemm_n7168_k5120", field: value})
+
+
+def test_rollout_plays_a_policy_until_the_episode_ends():
+    from ptxcore.gym.rollout import rollout
+
+    env, _ = make_env(max_turns=4)
+    policy = FakeLLM([kernel_answer("slow"), kernel_answer("hack"), kernel_answer("fast")])
+    episode = rollout(env, policy, seed=2)
+    assert episode.statuses == [EvaluationStatus.INCORRECT_NUMERICAL, EvaluationStatus.REWARD_HACK,
+                                EvaluationStatus.PASSED]
+    assert episode.stop_reason is StopReason.TARGET_REACHED and episode.best_speedup == 2.0
+    assert episode.discounted_return == pytest.approx(sum(episode.rewards))  # gamma 1 by default
+    assert [c.turn for _, c in policy.calls] == [0, 1, 2] and {c.trajectory_index for _, c in policy.calls} == {0}
