@@ -20,8 +20,8 @@ from ptxcore.schema import CampaignRecord, TrajectoryRecord, TurnRecord
 
 from . import rows as R
 from .adapt_ddl import ADAPT_KEYS
-from .env_ddl import ENV_KEYS
 from .ddl import ADDED_COLUMNS, TABLES, TURN_KEY, WAREHOUSE_SCHEMA_VERSION
+from .env_ddl import ENV_KEYS
 from .invalidation import InvalidationAction, InvalidationSummary, InvalidationTarget, apply_events
 from .views import create_views, current_views
 
