@@ -86,11 +86,14 @@ def _demo(problems: str | None, episodes: int, turns: int, policy: str, judge: s
     from flows.env import play
     from flows.replay import make_client
     from ptxcore.agent import ModelSpec, check_campaign_id
+    from ptxcore.gym import spec_prompt
     from ptxcore.judge import JudgeRoute
 
     check_campaign_id(run_id, "--run-id")
     JudgeRoute.parse(judge)  # a bad route: one line before anything starts
     specs = demo_specs(problems, turns, run_id, policy, reward, profile, variant)
+    for spec in specs:  # an unknown variant, or one of another architecture: one line before anything is written
+        spec_prompt(spec)
     client = make_client(ModelSpec(model=policy), "--policy")
     wh = Path(warehouse or f"runs/{run_id}/warehouse.duckdb").resolve()
     err = console_for(stderr=True)

@@ -26,10 +26,10 @@ from pydantic import Field, model_validator
 
 from ptxcore.schema import EvaluationStatus, FrozenModel, TargetInstruction, TargetWork, text_sha256
 
-_PENALISED = frozenset({EvaluationStatus.REJECTED, EvaluationStatus.REWARD_HACK})
-_BUILT_ONLY = frozenset({EvaluationStatus.INCORRECT_NUMERICAL, EvaluationStatus.INCORRECT_SHAPE,
+BUILT_ONLY = frozenset({EvaluationStatus.INCORRECT_NUMERICAL, EvaluationStatus.INCORRECT_SHAPE,
                          EvaluationStatus.INCORRECT_DTYPE, EvaluationStatus.RUNTIME_ERROR, EvaluationStatus.TIMEOUT,
                          EvaluationStatus.NOT_EVALUATED})
+"""Verdicts of a kernel that built but was not shown correct: the compile credit only."""
 
 
 class RewardBasis(StrEnum):
@@ -142,7 +142,7 @@ def score(spec: RewardSpec, facts: RewardFacts) -> RewardBreakdown:
         return RewardBreakdown(**base, penalty=spec.rejected)
     if status is EvaluationStatus.REWARD_HACK:
         return RewardBreakdown(**base, penalty=spec.reward_hack)
-    if not facts.compiled or (status not in _BUILT_ONLY and status is not EvaluationStatus.PASSED):
+    if not facts.compiled or (status not in BUILT_ONLY and status is not EvaluationStatus.PASSED):
         return RewardBreakdown(**base)
     if status is not EvaluationStatus.PASSED:
         return RewardBreakdown(**base, compiled=spec.compiled)

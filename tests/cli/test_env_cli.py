@@ -1,0 +1,58 @@
+"""`ptxbench env demo`: every bad option is one line naming it, exit 2, no traceback, nothing written (checked
+before any episode starts); then a real demo episode (slow: sandboxed nvcc builds, recorded H200 verdicts)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cli.test_input_files_hostile import invoke, one_line_error, write
+
+
+@pytest.mark.parametrize("args, part", [
+    (["--problems", "no_such_problem"], "--problems"),
+    (["--problems", ","], "--problems"),
+    (["--policy", "openai/gpt-x"], "--policy"),
+    (["--run-id", "../escape"], "--run-id"),
+    (["--run-id", "ok\n"], "--run-id"),
+    (["--judge", "ftp://host"], "ftp://host"),
+    (["--profile", "fastest"], "--profile"),
+    (["--variant", "no-such-variant"], "no-such-variant"),
+    (["--turns", "9"], "--turns"),
+    (["--reward", "/no/such/reward.yaml"], "reward.yaml"),
+])
+def test_bad_demo_options_are_one_line(tmp_path, args, part):
+    wh = tmp_path / "wh.duckdb"
+    result = invoke("env", "demo", "--problems", "gemm_n7168_k5120", "--warehouse", str(wh), *args)
+    if "--turns" in args:  # typer's own range check: exit 2, no traceback
+        assert result.exit_code == 2 and "Traceback" not in result.output
+    else:
+        one_line_error(result, part)
+    assert not wh.exists()
+
+
+@pytest.mark.parametrize("text, field", [("gamma: 2\n", "gamma"), ("reward_hack: 1\n", "reward_hack"),
+                                         ("correct: .nan\n", "correct"), ("a: [\n", "invalid YAML")])
+def test_bad_reward_file_is_one_line_naming_it(tmp_path, text, field):
+    path = write(tmp_path, "reward.yaml", text)
+    wh = tmp_path / "wh.duckdb"
+    line = one_line_error(invoke("env", "demo", "--problems", "gemm_n7168_k5120", "--reward", path,
+                                 "--warehouse", str(wh)), "reward.yaml", field)
+    assert line and not wh.exists()
+
+
+@pytest.mark.slow
+def test_demo_plays_recorded_episodes_and_prints_returns(tmp_path, monkeypatch, compile_cache_dir):
+    monkeypatch.setenv("PTXBENCH_CACHE_DIR", str(compile_cache_dir))
+    monkeypatch.setenv("PTXBENCH_FORCE_NO_GPU", "1")
+    wh = tmp_path / "wh.duckdb"
+    result = invoke("env", "demo", "--problems", "gemm_n7168_k5120", "--warehouse", str(wh),
+                    "--mlflow-uri", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert result.exit_code == 0, result.output
+    assert "return 1.100" in result.output and "COMPILE_ERROR RUNTIME_ERROR INCORRECT_NUMERICAL PASSED PASSED" in \
+        result.output
+    from ptxcore.warehouse import Warehouse
+
+    with Warehouse(wh, read_only=True) as w:
+        assert w.sql("SELECT count(*) FROM env_steps")[1] == [(5,)]
+        assert w.sql("SELECT count(*) FROM turns t JOIN evaluations e USING (campaign_id, trajectory_id, turn) "
+                     "WHERE json_extract_string(e.raw_json, '$.recorded.gpu_name') = 'NVIDIA H200'")[1] == [(4,)]  # every compiled turn: an H200 judged it
