@@ -6,7 +6,7 @@
   env.py       KernelEnv: reset(seed) -> the agent's first messages; step(completion) -> feedback, reward, ends
   judging.py   the evaluator: CPU stage, then the judge seam (any route), folded as a campaign folds it
   build.py     the prompt of a spec and the judge of a route; EnvBuilder for the environments of one run
-  batch.py     step_many and the asynchronous pool (many environments' steps in flight, a timeout each)
+  batch.py     EnvPool: step_many and as_completed (many environments' steps in flight, a timeout each)
   records.py   EnvStepRecord: the reward row beside each turn (warehouse table env_steps)
   http/        the HTTP front (FastAPI behind the profiling service's guard) and its thin client
 

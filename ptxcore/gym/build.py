@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from ptxcore.judge import JudgeBackend, JudgeRoute, select_judge
 
 from .env import KernelEnv, Prompt, StepRecorder
-from .judging import JudgeEvaluator
+from .judging import JudgeEvaluator, SlotGate
 from .profiles import get_profile
 from .spec import EnvSpec
 
@@ -56,8 +56,9 @@ class EnvBuilder:
     trajectory ids never collide)."""
 
     def __init__(self, route: str = "auto", recorded: str | None = None, recorder: StepRecorder | None = None,
-                 first_episode: int = 0) -> None:
+                 first_episode: int = 0, gpu_slots: dict[str, int] | None = None) -> None:
         self.route, self.recorded, self.recorder = route, recorded, recorder
+        self.slots = SlotGate(gpu_slots)
         self._backends: dict[tuple[str, str], JudgeBackend] = {}
         self.episodes: Iterator[int] = itertools.count(first_episode)
 
@@ -69,7 +70,7 @@ class EnvBuilder:
 
     def make(self, spec: EnvSpec) -> KernelEnv:
         """An environment of `spec` judged by this run's backend, recorded by its recorder."""
-        evaluator = JudgeEvaluator(self.backend(spec), spec.language)
+        evaluator = JudgeEvaluator(self.backend(spec), spec.language, self.slots.gate(spec.arch))
         return KernelEnv(spec, evaluator, spec_prompt(spec), recorder=self.recorder, episodes=self.episodes)
 
 

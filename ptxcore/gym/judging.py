@@ -9,6 +9,8 @@ InfraFailure, so that a step the judge could not judge is never charged to the p
 from __future__ import annotations
 
 import logging
+import threading
+from contextlib import nullcontext
 
 from ptxcore.agent.evaluation import compile_verdict, fold_evaluation, language_verdict
 from ptxcore.agent.types import CallContext, TurnEvaluation
@@ -24,9 +26,11 @@ log = logging.getLogger(__name__)
 class JudgeEvaluator:
     """Compiles and judges one kernel through `backend` (any route: local GPU, service, recorded, none, plugin)."""
 
-    def __init__(self, backend: JudgeBackend, language: Language = Language.CUDA) -> None:
+    def __init__(self, backend: JudgeBackend, language: Language = Language.CUDA,
+                 gate: threading.BoundedSemaphore | None = None) -> None:
         self.backend = backend
         self.language = Language(language)
+        self.gate = gate
 
     @property
     def name(self) -> str:
@@ -41,9 +45,23 @@ class JudgeEvaluator:
         early = compile_verdict(compiled.result, compiled.sass)
         if early is not None:
             return early
-        result = self.backend.judge(source, get_problem(context.problem), arch, compiled=compiled,
-                                    language=self.language)
+        with self.gate if self.gate is not None else nullcontext():  # the GPU-tagged bound (gpu_slots)
+            result = self.backend.judge(source, get_problem(context.problem), arch, compiled=compiled,
+                                        language=self.language)
         if result.status is EvaluationStatus.INFRA_ERROR:
             log.warning("%s turn %d: INFRA_ERROR (%s)", context.problem, context.turn, result.reason)
             raise InfraFailure(result)
         return fold_evaluation(compiled.result, compiled.sass, result)
+
+
+class SlotGate:
+    """Judgements in flight per architecture (a campaign's gpu_slots), shared by the evaluators of one run."""
+
+    def __init__(self, slots: dict[str, int] | None = None) -> None:
+        if any(n < 1 for n in (slots or {}).values()):
+            raise ValueError("gpu_slots: every architecture needs at least one slot")
+        self._gates = {arch: threading.BoundedSemaphore(n) for arch, n in (slots or {}).items()}
+
+    def gate(self, arch: str) -> threading.BoundedSemaphore | None:
+        """The architecture's semaphore (None: unbounded)."""
+        return self._gates.get(arch)
