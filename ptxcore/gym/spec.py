@@ -53,14 +53,14 @@ class EnvSpec(FrozenModel):
     @classmethod
     def _name(cls, v: str) -> str:
         if not _NAME.fullmatch(v):
-            raise ValueError(f"{v[:60]!r}: {NAME_RULE}")
+            raise ValueError(f"use {NAME_RULE}")
         return v
 
     @field_validator("policy_model")
     @classmethod
     def _model(cls, v: str) -> str:
         if not _MODEL.fullmatch(v):
-            raise ValueError(f"{v[:60]!r} is not a model id (letters, digits and _.:@+-/ only, at most 200)")
+            raise ValueError("not a model id (letters, digits and _.:@+-/ only, at most 200)")
         return v
 
     def agent_config(self) -> AgentConfig:
