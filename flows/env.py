@@ -141,3 +141,25 @@ def _summary(results: Sequence[EpisodeResult]) -> str:
     lines += [f"| {r.trajectory_id} | {len(r.rewards)} | {r.total_reward:.3f} | {r.discounted_return:.3f} | "
               f"{r.stop_reason.value} |" for r in results]
     return "\n".join(lines)
+
+
+def serve(route: str, recorded: str | None, run_id: str, warehouse: Path, tracking_uri: str | None,
+          server_config, reward: RewardSpec, max_envs: int, max_in_flight: int,
+          on_ready: Callable[[str, Path | None], None] | None = None) -> None:
+    """The HTTP front over environments of run `run_id`, every step recorded like a campaign's turn; serves until
+    interrupted."""
+    from ptxcore.gym.http import EnvHub, EnvServer
+
+    server_config.check()  # an unsafe bind is refused before anything is opened
+    text = yaml.safe_dump({"source": RecordSource.ENVIRONMENT.value, "route": route, "served": True,
+                           "reward": reward.model_dump(mode="json")}, sort_keys=False)
+    writer, earlier = open_env_run(run_id, warehouse, tracking_uri, text)
+    try:
+        hub = EnvHub(EnvBuilder(route, recorded, EnvRecorder(writer), first_episode=earlier), run_id=run_id,
+                     reward=reward, max_envs=max_envs, max_in_flight=max_in_flight)
+        server = EnvServer(hub, server_config, log_level="info")
+        if on_ready is not None:
+            on_ready(server.url, server.token_file)
+        server.run()
+    finally:
+        writer.close()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from .errors import UserError, one_line_errors
+from .errors import UserError, one_line_errors, read_text_file
 from .output import add_row, console_for, fmt_float, print_table, table
 
 app = typer.Typer(help="The judge as a training environment: demo episodes, the HTTP front.", no_args_is_help=True)
@@ -25,11 +25,13 @@ def _errors() -> tuple[type[BaseException], ...]:
     from ptxcore.agent import CampaignConfigError
     from ptxcore.agent.replay import ReplayError
     from ptxcore.agent.yamlfile import YamlModelError
+    from ptxcore.gpu.service.tokenfile import TokenFileError
     from ptxcore.gym import EnvSpecError
     from ptxcore.judge import RouteError
     from ptxcore.warehouse import WarehouseError
 
-    return (CampaignConfigError, ReplayError, YamlModelError, EnvSpecError, RouteError, WarehouseError, ValueError)
+    return (CampaignConfigError, ReplayError, YamlModelError, EnvSpecError, RouteError, WarehouseError, TokenFileError,
+            ValueError, OSError)
 
 
 def demo_specs(problems: str | None, turns: int, run_id: str, policy: str, reward: str | None, profile: str,
@@ -111,3 +113,59 @@ def _demo(problems: str | None, episodes: int, turns: int, policy: str, judge: s
     print_table(t)
     console_for().print(f"reward spec {specs[0].reward.sha256[:12]} (gamma {specs[0].reward.gamma:g}); report: "
                         f"ptxbench report {run_id} --db {wh} --out reports/{run_id}", markup=False, highlight=False)
+
+
+@app.command("serve")
+@one_line_errors
+def serve_command(
+    judge: str = typer.Option("auto", "--judge", help="Judge route: auto | local | none | URL | recorded:PATH."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Bind address; non-loopback requires a shared token."),
+    port: int = typer.Option(8790, "--port", min=0, max=65535, help="TCP port (0: any free port)."),
+    token_file: str = typer.Option(None, "--token-file", help="File holding the shared token (else "
+                                   "$PTXBENCH_ENV_TOKEN; neither: a per-start token in a 0600 file)."),
+    allowed_host: list[str] = typer.Option(None, "--allowed-host", help="A host name clients use (repeatable)."),
+    reward: str = typer.Option(None, "--reward", help="Reward spec YAML of environments that send none."),
+    run_id: str = typer.Option("env-serve", "--run-id", help="Campaign id the episodes are recorded under."),
+    warehouse: str = typer.Option(None, "--warehouse", help="Warehouse file (default runs/<run-id>/warehouse.duckdb)."),
+    mlflow_uri: str = typer.Option(None, "--mlflow-uri", help="MLflow tracking URI (default: ./mlruns sqlite)."),
+    max_envs: int = typer.Option(256, "--max-envs", min=1, max=100_000, help="Environments open at once."),
+    max_in_flight: int = typer.Option(16, "--max-in-flight", min=1, max=1024, help="Steps judged at once."),
+) -> None:
+    """Serve environments over HTTP to a trainer in another process or on another machine."""
+    try:
+        _serve(judge, host, port, token_file, allowed_host or [], reward, run_id, warehouse, mlflow_uri, max_envs,
+               max_in_flight)
+    except _errors() as exc:
+        raise UserError(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__) from None
+
+
+def _serve(judge: str, host: str, port: int, token_file: str | None, allowed: list[str], reward: str | None,
+           run_id: str, warehouse: str | None, mlflow_uri: str | None, max_envs: int, max_in_flight: int) -> None:
+    import os
+
+    from pydantic import ValidationError
+
+    from flows.env import serve
+    from ptxcore.agent import check_campaign_id
+    from ptxcore.gym import DEFAULT_REWARD, load_reward_spec
+    from ptxcore.gym.http import EnvServerConfig
+    from ptxcore.gym.http.client import TOKEN_ENV
+    from ptxcore.judge import JudgeRoute
+
+    check_campaign_id(run_id, "--run-id")
+    JudgeRoute.parse(judge)
+    token = os.environ.get(TOKEN_ENV) or None
+    if token_file:
+        lines = read_text_file(token_file).strip().splitlines()
+        token = lines[0].strip() if lines else None
+    try:
+        config = EnvServerConfig(host=host, port=port, token=token, allowed_hosts=allowed)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UserError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
+    spec = load_reward_spec(reward) if reward else DEFAULT_REWARD
+    wh = Path(warehouse or f"runs/{run_id}/warehouse.duckdb").resolve()
+    serve(judge, str(DEMO_RECORDED), run_id, wh, mlflow_uri, config, spec, max_envs, max_in_flight,
+          on_ready=lambda url, path: typer.echo(
+              f"environments at {url} (judge {judge}, recording to {wh}; "
+              + (f"per-start token in {path})" if path else "shared token)"), err=True))

@@ -56,3 +56,24 @@ def test_demo_plays_recorded_episodes_and_prints_returns(tmp_path, monkeypatch, 
         assert w.sql("SELECT count(*) FROM env_steps")[1] == [(5,)]
         assert w.sql("SELECT count(*) FROM turns t JOIN evaluations e USING (campaign_id, trajectory_id, turn) "
                      "WHERE json_extract_string(e.raw_json, '$.recorded.gpu_name') = 'NVIDIA H200'")[1] == [(4,)]  # every compiled turn: an H200 judged it
+
+
+@pytest.mark.parametrize("args, part", [
+    (["--host", "0.0.0.0"], "shared token"),
+    (["--token-file", "/no/such/token"], "/no/such/token"),
+    (["--run-id", "a/b"], "--run-id"),
+    (["--judge", "gopher://x"], "gopher://x"),
+    (["--reward", "/no/such/reward.yaml"], "reward.yaml"),
+])
+def test_bad_serve_options_are_one_line(tmp_path, args, part):
+    wh = tmp_path / "wh.duckdb"
+    one_line_error(invoke("env", "serve", "--port", "0", "--warehouse", str(wh), *args), part)
+    assert not wh.exists()
+
+
+def test_short_shared_token_is_refused(tmp_path):
+    token = write(tmp_path, "token", "short\n")
+    wh = tmp_path / "wh.duckdb"
+    one_line_error(invoke("env", "serve", "--port", "0", "--token-file", token, "--warehouse", str(wh)),
+                   "16 characters")
+    assert not wh.exists()
