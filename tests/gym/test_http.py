@@ -151,3 +151,44 @@ def test_client_step_many_and_errors(server):
         with pytest.raises(EnvRequestError) as err:
             a.step(kernel_answer("fast"))
         assert err.value.status_code == 409 and "ended" in err.value.detail
+
+
+def _example(name: str):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "docs" / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"example_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_openenv_style_adapter_plays_an_episode(server):
+    example = _example("openenv_client")
+    with example.PTXBenchEnv(server.url, problem="gemm_n7168_k5120", max_turns=3) as env:
+        result = env.reset(seed=1)
+        assert not result.done and result.observation.messages[0]["role"] == "system"
+        rewards = []
+        for answer in (kernel_answer("slow"), kernel_answer("fast")):
+            result = env.step(example.KernelAction(completion=answer))
+            rewards.append(result.reward)
+        assert result.done and result.observation.messages == [] and env.state()["step_count"] == 2
+        assert rewards[0] == pytest.approx(0.1) and result.observation.info["status"] == "PASSED"
+
+
+def test_trl_rollout_core_returns_rewards_beside_tokens(server):
+    example = _example("trl_grpo_rollout")
+
+    def generate(messages):
+        assert all(m[0]["role"] == "system" for m in messages)
+        return [{"text": kernel_answer(tag), "prompt_ids": [1], "completion_ids": [2, 3], "logprobs": [-0.1, -0.2]}
+                for tag in ("fast", "hack")]
+
+    with EnvClient(server.url) as client:
+        out = example.ptxbench_rollout(["gemm_n7168_k5120"] * 2, generate, client, policy_model="grpo/test")
+    assert out["env_status"] == ["PASSED", "REWARD_HACK"] and out["env_reward"][1] == -1.0
+    assert out["completion_ids"] == [[2, 3], [2, 3]] and server.hub.count() == 0
+    assert {t.model for t in server.recorder.turns} == {"grpo/test"}
