@@ -24,7 +24,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from service_bench_common import FAKE_BANNER, candidate_mix, pct, prime_compile_cache, start, table, tmp_work_dir  # noqa: E402
+from service_bench_common import (  # noqa: E402
+    FAKE_BANNER,
+    candidate_mix,
+    pct,
+    prime_compile_cache,
+    start,
+    table,
+    tmp_work_dir,
+)
 
 from ptxcore.gym import EnvBuilder, EnvSpec, get_profile  # noqa: E402
 from ptxcore.gym.batch import EnvPool, StepFailure  # noqa: E402
