@@ -169,3 +169,20 @@ def _serve(judge: str, host: str, port: int, token_file: str | None, allowed: li
           on_ready=lambda url, path: typer.echo(
               f"environments at {url} (judge {judge}, recording to {wh}; "
               + (f"per-start token in {path})" if path else "shared token)"), err=True))
+
+
+@app.command("rescore-sql")
+@one_line_errors
+def rescore_sql_command(
+    reward: str = typer.Option(None, "--reward", help="Reward spec YAML (default: the documented staged spec)."),
+) -> None:
+    """Print the SELECT that re-scores every recorded step with a reward spec (for `ptxbench sql`)."""
+    from ptxcore.agent.yamlfile import YamlModelError
+    from ptxcore.gym import DEFAULT_REWARD, load_reward_spec
+    from ptxcore.gym.rescore import rescore_sql
+
+    try:
+        spec = load_reward_spec(reward) if reward else DEFAULT_REWARD
+    except YamlModelError as exc:
+        raise UserError(str(exc)) from None
+    typer.echo(rescore_sql(spec))

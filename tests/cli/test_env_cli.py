@@ -77,3 +77,10 @@ def test_short_shared_token_is_refused(tmp_path):
     one_line_error(invoke("env", "serve", "--port", "0", "--token-file", token, "--warehouse", str(wh)),
                    "16 characters")
     assert not wh.exists()
+
+
+def test_rescore_sql_prints_the_statement_and_refuses_a_bad_spec(tmp_path):
+    good = write(tmp_path, "reward.yaml", "correct: 1.0\ngamma: 0.5\n")
+    result = invoke("env", "rescore-sql", "--reward", good)
+    assert result.exit_code == 0 and result.output.startswith("SELECT ") and "pow(0.5, s.turn)" in result.output
+    one_line_error(invoke("env", "rescore-sql", "--reward", write(tmp_path, "bad.yaml", "gamma: -1\n")), "gamma")
