@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import threading
 from collections.abc import Iterator
 
 from ptxcore.judge import JudgeBackend, JudgeRoute, select_judge
@@ -60,13 +61,15 @@ class EnvBuilder:
         self.route, self.recorded, self.recorder = route, recorded, recorder
         self.slots = SlotGate(gpu_slots)
         self._backends: dict[tuple[str, str], JudgeBackend] = {}
+        self._lock = threading.Lock()
         self.episodes: Iterator[int] = itertools.count(first_episode)
 
     def backend(self, spec: EnvSpec) -> JudgeBackend:
         key = (spec.arch, spec.profile.value)
-        if key not in self._backends:
-            self._backends[key] = spec_judge(spec, self.route, self.recorded)
-        return self._backends[key]
+        with self._lock:  # environments are made from request threads (the HTTP front)
+            if key not in self._backends:
+                self._backends[key] = spec_judge(spec, self.route, self.recorded)
+            return self._backends[key]
 
     def make(self, spec: EnvSpec) -> KernelEnv:
         """An environment of `spec` judged by this run's backend, recorded by its recorder."""

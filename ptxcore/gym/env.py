@@ -8,8 +8,9 @@ reward spec scores the verdict, and the agent's stop rules decide the end (targe
 budget: truncated). Every step is a TurnRecord plus an EnvStepRecord handed to the recorder, so an episode is a
 trajectory of a campaign whose source is `environment`.
 
-Thread-safe per environment: one step at a time. A step that a caller gave up on (its timeout, ptxcore.gym.batch)
-is `abandon`ed: when it finishes late its result is dropped and the episode needs a reset.
+Thread-safe per environment: one step at a time (a second one while a step runs is refused). A step that a caller
+gave up on (its timeout, ptxcore.gym.batch) is `abandon`ed: when it finishes late its result is dropped, and a reset
+may start the next episode at once.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ class _Episode:
     rewards: list[float]
     stop: StopReason | None = None
     broken: bool = False
+    busy: bool = False
 
 
 class KernelEnv:
@@ -160,11 +162,18 @@ class KernelEnv:
             raise ValueError(f"completion of {len(completion)} characters: at most {MAX_COMPLETION_CHARS}")
         with self._lock:
             episode = self._current()
-            started = time.monotonic()
+            if episode.busy:
+                raise EnvStateError("a step of this episode is in flight: one step at a time")
+            episode.busy = True
+        started = time.monotonic()
+        try:
             ctx = episode.plan.call_context(len(episode.state.turns))
             agent = MiniPTXAgent(_Completion(completion, usage or LLMUsage(), reasoning, episode.plan.model.model),
                                  self.evaluator, self._config)
             outcome = agent.take_turn(episode.state, ctx, agent.next_messages(episode.state))
+        finally:
+            episode.busy = False
+        with self._lock:
             if episode.broken or self._episode is not episode:
                 raise EnvStateError("the step was abandoned while it ran (timed out): its result is dropped")
             record = turn_record(episode.plan, outcome, self.prompt.sha256)

@@ -156,3 +156,28 @@ def _swallow(evaluator, ctx):
         evaluator.evaluate("x", ctx)
     except RuntimeError:
         pass
+
+
+def test_reset_after_a_timeout_does_not_wait_for_the_late_step():
+    (slow,) = envs(1, delay_s=1.0)
+    with EnvPool(max_in_flight=2, step_timeout_s=0.1) as pool:
+        out = pool.step_many([(slow, kernel_answer("sleepy"))])
+        assert out[0].kind is FailureKind.TIMEOUT
+        t0 = time.monotonic()
+        slow.reset()
+        assert time.monotonic() - t0 < 0.5
+        assert isinstance(slow.step(kernel_answer("fast")), StepResult)  # the new episode steps at once
+
+
+def test_a_second_step_while_one_runs_is_refused():
+    from ptxcore.gym import EnvStateError
+
+    (env,) = envs(1, delay_s=0.5)
+    first: list = []
+    runner = threading.Thread(target=lambda: first.append(env.step(kernel_answer("sleepy"))))
+    runner.start()
+    time.sleep(0.1)
+    with pytest.raises(EnvStateError, match="in flight"):
+        env.step(kernel_answer("fast"))
+    runner.join()
+    assert first[0].info.turn == 0 and env.step(kernel_answer("fast")).info.turn == 1
