@@ -105,12 +105,13 @@ class KernelEnv:
     # -- reset -----------------------------------------------------------------------------------------------
     def reset(self, seed: int = 0, policy_model: str | None = None) -> ResetResult:
         """Start an episode; the observation is the first call's messages. `seed` is recorded with every step
-        (the judge's inputs are the problem's own seeded distributions, the same for every episode)."""
+        (the judge's inputs are the problem's own seeded distributions, the same for every episode); `policy_model`
+        changes the acting policy's id from this episode on."""
         if seed < 0:
             raise ValueError("seed must be >= 0")
-        spec = self.spec if policy_model is None else self.spec.model_copy(update={"policy_model": policy_model})
-        spec = EnvSpec.model_validate(spec.model_dump())  # re-validates a policy id given here
-        plan = self._plan(spec, next(self._episodes))
+        if policy_model is not None:  # from this episode on; validated like the spec's own
+            self.spec = EnvSpec.model_validate({**self.spec.model_dump(), "policy_model": policy_model})
+        plan = self._plan(self.spec, next(self._episodes))
         episode = _Episode(plan=plan, seed=seed, state=AgentState(system=self.prompt.system, user=self.prompt.user),
                            started_at=now_iso(), rewards=[])
         with self._lock:

@@ -123,3 +123,9 @@ def test_rollout_plays_a_policy_until_the_episode_ends():
     assert episode.stop_reason is StopReason.TARGET_REACHED and episode.best_speedup == 2.0
     assert episode.discounted_return == pytest.approx(sum(episode.rewards))  # gamma 1 by default
     assert [c.turn for _, c in policy.calls] == [0, 1, 2] and {c.trajectory_index for _, c in policy.calls} == {0}
+
+
+def test_a_new_policy_id_holds_from_that_episode_on():
+    env, _ = make_env()
+    env.reset(policy_model="policy/step-300")
+    assert env.reset().trajectory_id.startswith("policy/step-300/")
