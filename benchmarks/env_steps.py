@@ -41,6 +41,12 @@ DEFAULT_CANDIDATES = ["solutions/gemm_n7168_k5120/wgmma_tma_ws.cu",
                       "tests/fixtures/controls/05_gemm_wrong_layout.cu@gemm_n7168_k5120"]
 
 
+def service_runner_args(profile) -> dict:
+    """The service's JudgeRunner arguments that judge under `profile` (its JudgeConfig knobs)."""
+    return {"judge_config": {"trials": profile.trials, "warmup": profile.warmup, "iters": profile.iters,
+                             "call_timeout_s": profile.call_timeout_s}}
+
+
 def answer(source: str, fresh: bool) -> str:
     tag = f"\n// step {uuid.uuid4().hex}\n" if fresh else "\n"
     return f"Here is the kernel.\n```cpp\n{source}{tag}```\n"
@@ -96,8 +102,7 @@ def main() -> int:
     args.step_timeout_s = args.step_timeout_s or profile.step_timeout_s
     mix = candidate_mix(args.candidates, 1)
     print(f"# compile cache primed in {prime_compile_cache(mix):.1f} s", flush=True)
-    runner_args = {"trials": profile.trials, "warmup": profile.warmup, "iters": profile.iters,
-                   "call_timeout_s": profile.call_timeout_s}
+    runner_args = service_runner_args(profile)
     server = start(tmp_work_dir("env-steps-"), [args.gpu], args.fake, {} if args.fake else runner_args)
     if args.fake:
         print(f"# {FAKE_BANNER}")
