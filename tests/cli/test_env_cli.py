@@ -84,3 +84,44 @@ def test_rescore_sql_prints_the_statement_and_refuses_a_bad_spec(tmp_path):
     result = invoke("env", "rescore-sql", "--reward", good)
     assert result.exit_code == 0 and result.output.startswith("SELECT ") and "pow(0.5, s.turn)" in result.output
     one_line_error(invoke("env", "rescore-sql", "--reward", write(tmp_path, "bad.yaml", "gamma: -1\n")), "gamma")
+
+
+def test_serve_records_a_remote_episode_like_a_campaign(tmp_path, monkeypatch):
+    """`ptxbench env serve` in its own process: a client finds the per-start token, plays a step, and the step is
+    in the warehouse (turns and env_steps) once the server stops."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from ptxcore.gym.http import EnvClient
+    from ptxcore.warehouse import Warehouse
+
+    wh = tmp_path / "wh.duckdb"
+    monkeypatch.setenv("PTXBENCH_PROFILER_TOKEN_DIR", str(tmp_path / "tokens"))  # where both sides look
+    env = {**os.environ, "PTXBENCH_FORCE_NO_GPU": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", "from flows.cli.main import app; app()", "env", "serve",
+                             "--port", "0", "--judge", "none", "--run-id", "served", "--warehouse", str(wh),
+                             "--mlflow-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"],
+                            env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        url, deadline = None, time.monotonic() + 120
+        while url is None and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            found = re.search(r"environments at (http://\S+)", line)
+            url = found.group(1) if found else None
+        assert url, "the server did not say where it listens"
+        with EnvClient(url) as client:
+            remote = client.create("gemm_n7168_k5120", max_turns=1, policy_model="remote/policy")
+            remote.reset(seed=4)
+            result = remote.step("no code block here")
+        assert result.truncated and result.info.status.value == "EXTRACTION_ERROR"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(60)
+    with Warehouse(wh, read_only=True) as w:
+        assert w.sql("SELECT policy_model, seed, source FROM env_steps")[1] == [("remote/policy", 4, "environment")]
+        assert [t.model for t in w.turns("served")] == ["remote/policy"]
+        assert [t.stop_reason.value for t in w.trajectories("served")] == ["max_turns"]
