@@ -93,7 +93,7 @@ class RecordWriter:
         return future.result()
 
     # -- records ---------------------------------------------------------------------------------
-    def _mlflow(self, fn: Callable[[], Any]) -> None:
+    def mlflow_safely(self, fn: Callable[[], Any]) -> None:
         try:
             fn()
         except Exception as exc:  # noqa: BLE001 - MLflow is a view: reconciled from the warehouse later
@@ -103,7 +103,7 @@ class RecordWriter:
     def record_turn(self, record: TurnRecord) -> None:
         def job(wh: Warehouse, tracker: MlflowTracker) -> None:
             wh.upsert_turns([record])
-            self._mlflow(lambda: tracker.log_turn(self.plans[record.trajectory_id], record))
+            self.mlflow_safely(lambda: tracker.log_turn(self.plans[record.trajectory_id], record))
 
         self.call(job)
         log.info("recorded turn %s #%d: %s", record.trajectory_id, record.turn, record.status.value)
@@ -113,7 +113,7 @@ class RecordWriter:
     def record_trajectory(self, record: TrajectoryRecord) -> None:
         def job(wh: Warehouse, tracker: MlflowTracker) -> None:
             wh.upsert_trajectory(record)
-            self._mlflow(lambda: tracker.finish_trajectory(self.plans[record.trajectory_id], record))
+            self.mlflow_safely(lambda: tracker.finish_trajectory(self.plans[record.trajectory_id], record))
 
         self.call(job)
 
@@ -130,7 +130,7 @@ class RecordWriter:
             by_trajectory: dict[str, dict[int, str]] = {}
             for (_, trajectory_id, turn), reason in invalid.items():
                 by_trajectory.setdefault(trajectory_id, {})[turn] = reason
-            self._mlflow(lambda: tracker.mark_invalid_turns(by_trajectory))
+            self.mlflow_safely(lambda: tracker.mark_invalid_turns(by_trajectory))
             return added
 
         return self.call(job)

@@ -118,6 +118,7 @@ def test_the_readme_gives_the_two_commands_ci_runs():
 
 
 @pytest.mark.parametrize("doc", ["docs/architecture.md", "docs/campaigns.md", "docs/cli.md", "docs/analysis.md",
-                                 "docs/adapt.md", "docs/gpu-host.md", "docs/problems.md", "AGENTS.md"])
+                                 "docs/adapt.md", "docs/gpu-host.md", "docs/problems.md", "docs/environment.md",
+                                 "AGENTS.md"])
 def test_the_readme_points_at_every_guide(doc):
     assert f"]({doc})" in (REPO / "README.md").read_text()

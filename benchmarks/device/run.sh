@@ -21,7 +21,7 @@
 # always written inside a device call); <STAGE>_TIMEOUT (e.g. PYTEST_TIMEOUT, SERVICE_PYTEST_TIMEOUT);
 # PYTEST_ARGS (added to the pytest stage, e.g. --deselect ...); GPUS (default: every visible GPU, e.g. 0,1); PREBUILD (files for prebuild: the controls and the
 # solutions); OVERHEAD_KERNELS; STAGES_KERNEL; SOL_DIR (/tmp/sol) and SOL_ARGS (e.g. "--server URL");
-# EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; THROUGHPUT_ARGS and ROLLOUT_ARGS (replace the
+# EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; THROUGHPUT_ARGS, ROLLOUT_ARGS and ENV_STEPS_ARGS (replace the
 # default arguments); BWD_ARGS (added); DIAG_KERNEL and DIAG_PROBLEM; CAMPAIGN_ID (demo-h200x2), CAMPAIGN_SLOTS (2),
 # PROFILER_PORT (8765);
 # and the preamble's (JUDGE_WHEELS, WHEELS, PYTHON, PTXBENCH_SITE, PTXBENCH_BIN, PTXBENCH_CACHE_DIR).
@@ -48,6 +48,7 @@ eval           600  ptxbench eval --json of each kernel in \$EVAL (default: the 
 packs          120  pytest tests/knowledge_packs -m gpu (the GEMM built from the Hopper pack)
 throughput     540  benchmarks/service_throughput.py: cached vs not; one vs all GPUs when there are several
 rollout        300  benchmarks/rollout_concurrency.py: turns/s vs concurrency 4, 16, 48
+env-steps      480  benchmarks/env_steps.py: environment steps/s, p50/p95 step latency, 1 / 4 / 16 environments, one GPU
 campaign       560  the demo campaign through ptxbench profiler serve (needs .carry/comb or site parts)
 resume         560  campaign, resumed from a carried warehouse (.carry/runs_h200) on a fresh machine
 batch          420  benchmarks/device/judge_batch.py: one judge over \$BATCH (default: the library, then every replay turn)
@@ -250,6 +251,15 @@ stage_rollout() {  # ROLLOUT_ARGS replaces "--concurrency 4,16,48 --candidates G
   "$PYTHON" benchmarks/rollout_concurrency.py --gpus "${gpus%%,*}" --budget-s $((STAGE_TIMEOUT_S - SECONDS - 60)) \
     ${ROLLOUT_ARGS:---concurrency 4,16,48 --candidates solutions/gemm_n7168_k5120/wgmma_tma_ws.cu
                      solutions/mha_with_lse_d128_causal/fa3_wgmma_tma.cu} --out "$RUN_OUT/rollout.json"
+}
+
+stage_env_steps() {  # ENV_STEPS_ARGS replaces "--concurrency 1,4,16 --window-s 60 --warmup-s 15"
+  local gpus
+  need_service_packages || return
+  gpus=$(gpu_list)
+  # shellcheck disable=SC2086
+  "$PYTHON" benchmarks/env_steps.py --gpu "${gpus%%,*}" \
+    ${ENV_STEPS_ARGS:---concurrency 1,4,16 --window-s 60 --warmup-s 15} --out "$RUN_OUT/env_steps.json"
 }
 
 campaign_site() {  # campaign_site MODE: put prefect, mlflow, duckdb, litellm on PYTHONPATH

@@ -10,6 +10,7 @@ from typer.core import TyperOption
 
 from . import adapt as adapt_cmd
 from . import campaign as campaign_cmd
+from . import env as env_cmd
 from . import problems as problems_cmd
 from . import profiler as profiler_cmd
 from . import prompts as prompts_cmd
@@ -53,6 +54,7 @@ app.command("sql")(sql_command)
 app.add_typer(campaign_cmd.app, name="campaign")
 app.command("worker")(worker_command)
 app.add_typer(adapt_cmd.app, name="adapt")
+app.add_typer(env_cmd.app, name="env")
 
 
 @app.callback()

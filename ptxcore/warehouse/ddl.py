@@ -7,11 +7,13 @@ them are what SQL queries use.
 from __future__ import annotations
 
 from .adapt_ddl import ADAPT_TABLES
+from .env_ddl import ENV_TABLES
 from .invalidation import INVALIDATIONS_DDL
 
-WAREHOUSE_SCHEMA_VERSION = 2
+WAREHOUSE_SCHEMA_VERSION = 3
 """Version of the table layout below (stored in `warehouse_meta`). 2: target_evidence's work columns and
-evaluations.arbitration (issue 25), added to older files by ADDED_COLUMNS."""
+evaluations.arbitration (issue 25), added to older files by ADDED_COLUMNS. 3: the environment's tables env_steps and
+env_reward_specs (issue 29), created in older files on open (CREATE TABLE IF NOT EXISTS)."""
 
 TABLES: dict[str, str] = {
     "warehouse_meta": """
@@ -248,6 +250,7 @@ TABLES: dict[str, str] = {
         )""",
     "invalidations": INVALIDATIONS_DDL,
     **ADAPT_TABLES,
+    **ENV_TABLES,
 }
 """Every table, by name, in creation order."""
 

@@ -21,12 +21,14 @@ from ptxcore.schema import CampaignRecord, TrajectoryRecord, TurnRecord
 from . import rows as R
 from .adapt_ddl import ADAPT_KEYS
 from .ddl import ADDED_COLUMNS, TABLES, TURN_KEY, WAREHOUSE_SCHEMA_VERSION
+from .env_ddl import ENV_KEYS
 from .invalidation import InvalidationAction, InvalidationSummary, InvalidationTarget, apply_events
 from .views import create_views, current_views
 
 log = logging.getLogger(__name__)
 
-_ARROW_TYPES = {"VARCHAR": pa.string(), "INTEGER": pa.int32(), "BIGINT": pa.int64(), "DOUBLE": pa.float64()}
+_ARROW_TYPES = {"VARCHAR": pa.string(), "INTEGER": pa.int32(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(),
+                "BOOLEAN": pa.bool_()}
 
 _KEYS: dict[str, tuple[str, ...]] = {
     "campaigns": ("campaign_id",),
@@ -39,6 +41,7 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "fi_definitions": ("name",), "fi_workloads": ("definition", "uuid"), "fi_solutions": ("name",),
     "fi_traces": ("trace_sha256",), "invalidations": ("event_id",),
     **ADAPT_KEYS,
+    **ENV_KEYS,
 }
 """Primary key of every table (what an upsert replaces by)."""
 

@@ -16,6 +16,7 @@ Views:
 - v_turn_metrics_variant_spread  mean / min / max across variants of the per-variant rates
 - v_fast_p                   Fast_p, Fast_p^Inst and Fast_p^Work per (run, model, arch, definition, variant, p)
 - v_fast_p_bands             mean / min / max across variants of v_fast_p
+- v_env_returns              per environment episode: steps, total and discounted return (env_ddl.py)
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import duckdb
 
 from ptxcore.metrics import FAST_P_GRID, TURN_LIMITS
 
+from .env_ddl import V_ENV_RETURNS
 from .invalidation import V_CURRENT_INVALIDATIONS, V_INVALID_TURNS, VALID_TURN_FILTER
 
 log = logging.getLogger(__name__)
@@ -143,7 +145,8 @@ VIEWS = (V_CURRENT_INVALIDATIONS, V_INVALID_TURNS, V_TURN_OUTCOMES, V_TURN_METRI
 def create_views(con: Any, temporary: bool = False) -> None:
     """(Re)create every metric view on a DuckDB connection; `temporary`: as TEMP views of this connection only
     (a read-only connection, whose file may hold the views of an older version), which shadow the stored ones."""
-    for ddl in VIEWS:
+    has_env = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'env_steps'").fetchone()[0]
+    for ddl in (*VIEWS, V_ENV_RETURNS) if has_env else VIEWS:  # a file older than the environment lacks env_steps
         con.execute(ddl.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1) if temporary else ddl)
 
 

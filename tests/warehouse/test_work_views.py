@@ -94,4 +94,4 @@ def test_an_old_warehouse_file_gains_the_work_columns(tmp_path):
     with Warehouse(path) as wh:
         wh.upsert_turns([_turn("A", 0, TargetWork.CARRIES, 1.3)])
         assert wh.sql("SELECT carries FROM target_evidence")[1] == [("carries",)]
-        assert wh.sql("SELECT value FROM warehouse_meta WHERE key = 'schema_version'")[1] == [("2",)]
+        assert wh.sql("SELECT value FROM warehouse_meta WHERE key = 'schema_version'")[1] == [("3",)]
