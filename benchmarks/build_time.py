@@ -8,7 +8,9 @@ into a fresh cache, in a fresh process (the toolchain is found before the clock 
 Configurations, each a source tree and extra nvcc flags:
   new          this working tree (what the checkout builds)
   base         the tree of git ref --base (default main), extracted with `git archive` (the build before a change)
-  NAME=FLAGS   --flags: the base tree with FLAGS added to the build (e.g. 'threads=--threads 0', 'O1=-Xcompiler -O1')
+  NAME=FLAGS   --flags: this tree with FLAGS added to the build, e.g. 'O1=-O1' (the host code at -O1: nvcc's -O
+               is the host compiler's; a later -O wins) or, on --base, 'threads=--threads 2'
+  base:NAME=FLAGS  the same on the base tree
 Builds run in A B B A order (the configurations in order, then reversed, per variant), so a drifting machine
 drifts all alike. The table: per configuration, mean and median of the stage's wall and of its phases
 (nvcc in the sandbox, the include/directive gate, the SASS extraction, the rest), and each configuration's
@@ -101,11 +103,10 @@ def _sass_identity(artifact: Path | None) -> dict:
 
 
 def worker(job: dict) -> dict:
+    import ptxcore
     from ptxcore.arch import get_architecture
     from ptxcore.compile import BuildOptions, CompileCache, compile_candidate
     from ptxcore.compile.toolchain import toolchain
-
-    import ptxcore
 
     toolchain("hopper")
     phases = dict.fromkeys(PHASES, 0.0)
@@ -143,7 +144,8 @@ def configurations(args, scratch: Path) -> list[tuple[str, Path, list[str]]]:
     configs = [("base", base, []), ("new", REPO, [])]
     for spec in args.flags:
         name, _, flags = spec.partition("=")
-        configs.append((name, base, flags.split()))
+        tree = base if name.startswith("base:") else REPO
+        configs.append((name, tree, flags.split()))
     return configs
 
 
@@ -238,7 +240,7 @@ def main() -> int:
     ap.add_argument("--kernel", action="append", help=f"a .cu under the repository (default {', '.join(KERNELS)})")
     ap.add_argument("--variants", type=int, default=3, help="distinct variants per kernel and configuration")
     ap.add_argument("--base", default="main", help="git ref of the base configuration")
-    ap.add_argument("--flags", action="append", default=[], help="NAME=FLAGS: the base tree with FLAGS added")
+    ap.add_argument("--flags", action="append", default=[], help="NAME=FLAGS: this tree with FLAGS added (base:NAME=FLAGS: the base tree)")
     ap.add_argument("--nvcc-phases", action="store_true", help="add nvcc's --time split (one direct build)")
     ap.add_argument("--check-sass", action="store_true", help="compare every library kernel's device code")
     ap.add_argument("--json", type=Path, help="write the raw results here")
