@@ -16,6 +16,9 @@ drifts all alike. The table: per configuration, mean and median of the stage's w
 (nvcc in the sandbox, the include/directive gate, the SASS extraction, the rest), and each configuration's
 median against the first one's. --nvcc-phases adds nvcc's own `--time` split (one direct, unsandboxed build).
 
+--fail host|device appends an error to every variant (a host-side or a device-side undefined name) and times the
+failed builds instead: what the parallel build's sequential rebuild of a failure costs.
+
 --check-sass builds every kernel of solutions/ and tests/fixtures/controls/ once per configuration and
 compares status, reason, the device-code hash (`cuobjdump -xelf`), the `cuobjdump --dump-sass` text and the
 static SASS report; it exits 1 when any differ.
@@ -36,6 +39,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = ("solutions/gemm_n7168_k5120/wgmma_tma_ws.cu", "solutions/mha_with_lse_d128/fa3_wgmma_tma.cu")
 PHASES = ("nvcc", "gate", "sass", "other")
+FAILURES = {
+    "host": "\n#ifndef __CUDA_ARCH__\nstatic int build_time_failure() { return undefined_host_name; }\n#endif\n",
+    "device": "\n#ifdef __CUDA_ARCH__\n__device__ int build_time_failure() { return undefined_device_name; }\n#endif\n",
+}
 WRAPPED = (  # (module, attribute, phase): whichever of them a tree has
     ("ptxcore.sandbox.runner", "Sandbox.run", "nvcc"),
     ("ptxcore.compile.build", "_gate", "gate"),
@@ -176,12 +183,13 @@ def timing(args, configs, scratch: Path) -> dict:
     for kernel in args.kernel:
         for v, i in abba(configs, args.variants):
             name, tree, flags = configs[i]
-            job = {"kernel": str(REPO / kernel), "suffix": f"\n// build_time {stamp} {kernel} {v} {name}\n",
+            suffix = FAILURES.get(args.fail, "") + f"\n// build_time {stamp} {kernel} {v} {name}\n"
+            job = {"kernel": str(REPO / kernel), "suffix": suffix,
                    "flags": flags, "cache": str(scratch / f"cache-{name}-{v}-{Path(kernel).stem}"),
-                   "nvcc_phases": args.nvcc_phases and v < 2}
+                   "nvcc_phases": args.nvcc_phases and v < 2 and not args.fail}
             r = run_job(tree, job)
-            if r["status"] != "COMPILED":
-                raise SystemExit(f"{kernel} did not compile under {name}: {r['reason']}")
+            if r["status"] != ("COMPILE_ERROR" if args.fail else "COMPILED"):
+                raise SystemExit(f"{kernel} under {name}: {r['status']} ({r['reason']})")
             r["kernel"] = kernel
             results[name].append(r)
             print(f"{Path(kernel).parent.name}/{Path(kernel).name} v{v} {name:>8}: {r['wall']:.2f} s",
@@ -242,6 +250,7 @@ def main() -> int:
     ap.add_argument("--base", default="main", help="git ref of the base configuration")
     ap.add_argument("--flags", action="append", default=[], help="NAME=FLAGS: this tree with FLAGS added (base:NAME=FLAGS: the base tree)")
     ap.add_argument("--nvcc-phases", action="store_true", help="add nvcc's --time split (one direct build)")
+    ap.add_argument("--fail", choices=sorted(FAILURES), help="time failing variants (an error appended)")
     ap.add_argument("--check-sass", action="store_true", help="compare every library kernel's device code")
     ap.add_argument("--json", type=Path, help="write the raw results here")
     args = ap.parse_args()
@@ -256,7 +265,8 @@ def main() -> int:
         if args.check_sass:
             return check_sass(configs, Path(tmp))
         results = timing(args, configs, Path(tmp))
-    print(f"\ncold builds of new candidates, {os.cpu_count()} cores, A B B A order")
+    what = f"failing ({args.fail}-side error) " if args.fail else ""
+    print(f"\ncold builds of new {what}candidates, {os.cpu_count()} cores, A B B A order")
     print(table(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
