@@ -7,7 +7,8 @@ Every build is cold: each variant is the library kernel plus a distinct comment,
 into a fresh cache, in a fresh process (the toolchain is found before the clock starts, as in a warm service).
 Configurations, each a source tree and extra nvcc flags:
   new          this working tree (what the checkout builds)
-  base         the tree of git ref --base (default main), extracted with `git archive` (the build before a change)
+  base         the tree of git ref --base (default main), extracted with `git archive` (the build before a change),
+               or --base DIR: a folder holding such a tree (`git archive main ptxcore knowledge_packs | tar -x -C DIR`)
   NAME=FLAGS   --flags: this tree with FLAGS added to the build, e.g. 'O1=-O1' (the host code at -O1: nvcc's -O
                is the host compiler's; a later -O wins) or, on --base, 'threads=--threads 2'
   base:NAME=FLAGS  the same on the base tree
@@ -137,7 +138,10 @@ def worker(job: dict) -> dict:
 # ---- the driver ----
 
 def base_tree(ref: str, into: Path) -> Path:
-    """The tree of git `ref` (its ptxcore and knowledge packs), extracted under `into`."""
+    """The tree of git `ref` (its ptxcore and knowledge packs), extracted under `into`; `ref` may instead be a
+    folder that holds such a tree (where the checkout has no git history, e.g. a copy on a GPU host)."""
+    if (Path(ref) / "ptxcore").is_dir():
+        return Path(ref).resolve()
     tree = into / f"base-{ref.replace('/', '_')}"
     tree.mkdir(parents=True)
     archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "ptxcore", "knowledge_packs"],
@@ -247,7 +251,7 @@ def main() -> int:
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--kernel", action="append", help=f"a .cu under the repository (default {', '.join(KERNELS)})")
     ap.add_argument("--variants", type=int, default=3, help="distinct variants per kernel and configuration")
-    ap.add_argument("--base", default="main", help="git ref of the base configuration")
+    ap.add_argument("--base", default="main", help="git ref (or folder) of the base configuration")
     ap.add_argument("--flags", action="append", default=[], help="NAME=FLAGS: this tree with FLAGS added (base:NAME=FLAGS: the base tree)")
     ap.add_argument("--nvcc-phases", action="store_true", help="add nvcc's --time split (one direct build)")
     ap.add_argument("--fail", choices=sorted(FAILURES), help="time failing variants (an error appended)")
