@@ -10,7 +10,7 @@ Configurations, each a source tree and extra nvcc flags:
   base         the tree of git ref --base (default main), extracted with `git archive` (the build before a change),
                or --base DIR: a folder holding such a tree (`git archive main ptxcore knowledge_packs | tar -x -C DIR`)
   NAME=FLAGS   --flags: this tree with FLAGS added to the build, e.g. 'O1=-O1' (the host code at -O1: nvcc's -O
-               is the host compiler's; a later -O wins) or, on --base, 'threads=--threads 2'
+               is the host compiler's only; a later -O wins) or 'threads=--threads 2'
   base:NAME=FLAGS  the same on the base tree
 Builds run in A B B A order (the configurations in order, then reversed, per variant), so a drifting machine
 drifts all alike. The table: per configuration, mean and median of the stage's wall and of its phases
@@ -18,7 +18,7 @@ drifts all alike. The table: per configuration, mean and median of the stage's w
 median against the first one's. --nvcc-phases adds nvcc's own `--time` split (one direct, unsandboxed build).
 
 --fail host|device appends an error to every variant (a host-side or a device-side undefined name) and times the
-failed builds instead: what the parallel build's sequential rebuild of a failure costs.
+failed builds instead (what a failing candidate's build costs).
 
 --check-sass builds every kernel of solutions/ and tests/fixtures/controls/ once per configuration and
 compares status, reason, the device-code hash (`cuobjdump -xelf`), the `cuobjdump --dump-sass` text and the

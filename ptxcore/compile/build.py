@@ -1,9 +1,8 @@
 """One sandboxed nvcc build and its gate: what the preprocessor opened, what nvcc's later passes would read
 (cudafe++ and cicc preprocess the .ii again, gcc compiles cudafe++'s output) and what reaches the assembler
-decide REJECTED before any of the build's output (log or artifact) is used. nvcc runs the host and device chains
-side by side; a failed build is run again one pass after the other (`_run_nvcc`). A successful build's object is
-copied out before the gate so that its device code can be read meanwhile (`on_object`); a refused build's copy
-is removed and what was read of it dropped."""
+decide REJECTED before any of the build's output (log or artifact) is used. A successful build's object is copied
+out before the gate so that its device code can be read meanwhile (`on_object`, ptxcore.compile.devicecode); a
+refused build's copy is removed and what was read of it dropped."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ import os
 import re
 import shutil
 import stat
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +30,7 @@ from .includes import (
     named_files,
     read_passes,
 )
-from .nvcc import BUILD_THREADS, KEEP_DIR, BuildOptions, nvcc_command, scrub_log
+from .nvcc import KEEP_DIR, BuildOptions, nvcc_command, scrub_log
 from .toolchain import SCRATCH, Toolchain, compile_policy
 
 log = logging.getLogger(__name__)
@@ -116,7 +114,8 @@ def sandboxed_build(source: str, options: BuildOptions, tc: Toolchain, staging: 
         (box.scratch / KEEP_DIR).mkdir()
         for path in (box.scratch / SOURCE_NAME, box.scratch / KEEP_DIR):
             box.give(path)
-        outcome = _run_nvcc(box, options, tc, timeout_s)
+        cmd = nvcc_command(box.inside(SOURCE_NAME), box.inside(ARTIFACT_NAME), box.inside(KEEP_DIR), options, tc)
+        outcome = box.run(cmd, timeout_s=max(timeout_s, 1.0))
         passes, oversize = read_passes(box.scratch / KEEP_DIR, MAX_PREPROCESSED_CHARS)
         if oversize:
             return _oversize(outcome, options)
@@ -126,29 +125,6 @@ def sandboxed_build(source: str, options: BuildOptions, tc: Toolchain, staging: 
             outcome = outcome.model_copy(update={"stdout": outcome.stdout.replace(host, SCRATCH + "/"),
                                                  "stderr": outcome.stderr.replace(host, SCRATCH + "/")})
         return _judge(outcome, passes, options, tc, box.scratch, staging, on_object)
-
-
-def _nvcc(box: Sandbox, options: BuildOptions, tc: Toolchain, threads: int) -> list[str]:
-    return nvcc_command(box.inside(SOURCE_NAME), box.inside(ARTIFACT_NAME), box.inside(KEEP_DIR), options, tc,
-                        threads=threads)
-
-
-def _run_nvcc(box: Sandbox, options: BuildOptions, tc: Toolchain, timeout_s: float) -> SandboxOutcome:
-    """nvcc with the host and device chains side by side (BUILD_THREADS). A build that failed by itself is run
-    again one pass after the other from clean outputs, so that a failure's passes, log and verdict are those of
-    a sequential build (a parallel one's depend on which chain got further); a success's outputs are the same
-    either way. A deadline or limit hit is final."""
-    started = time.monotonic()
-    outcome = box.run(_nvcc(box, options, tc, BUILD_THREADS), timeout_s=max(timeout_s, 1.0))
-    if BUILD_THREADS == 1 or outcome.ok or outcome.status is not SandboxStatus.EXITED:
-        return outcome
-    log.info("the parallel nvcc build failed: building again one pass after the other")
-    shutil.rmtree(box.scratch / KEEP_DIR)
-    (box.scratch / ARTIFACT_NAME).unlink(missing_ok=True)
-    (box.scratch / KEEP_DIR).mkdir()
-    box.give(box.scratch / KEEP_DIR)
-    remaining = timeout_s - (time.monotonic() - started)
-    return box.run(_nvcc(box, options, tc, 1), timeout_s=max(remaining, 1.0))
 
 
 def _oversize(outcome: SandboxOutcome, options: BuildOptions) -> BuildOutcome:

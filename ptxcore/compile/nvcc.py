@@ -20,12 +20,6 @@ from .toolchain import SCRATCH, Toolchain
 LOG_LIMIT_CHARS = 6000
 GIB = 1 << 30
 KEEP_DIR = "keep"
-BUILD_THREADS = 2
-"""nvcc `--threads`: the host chain (preprocess, cudafe++, gcc) and the device chain (preprocess, cicc, ptxas) of
-one architecture run side by side. Scheduling only: every output of a successful build is the same as a
-sequential build's (benchmarks/build_time.py --check-sass), so it is neither in `BuildOptions.flags()` nor in the
-cache key. A failed build is run again one pass after the other (ptxcore.compile.build): which passes a failed
-parallel build left, and what they logged, depends on which chain got further first."""
 
 
 @dataclass(frozen=True)
@@ -64,14 +58,12 @@ def toolkit_version() -> str:
     return m.group(1) if m else out.stdout.strip().splitlines()[-1]
 
 
-def nvcc_command(source: str, output: str, keep_dir: str, options: BuildOptions, tc: Toolchain,
-                 threads: int = BUILD_THREADS) -> list[str]:
+def nvcc_command(source: str, output: str, keep_dir: str, options: BuildOptions, tc: Toolchain) -> list[str]:
     """nvcc's command line with paths as the sandboxed process sees them; `--keep` leaves the preprocessed
-    passes in `keep_dir` for the include and directive checks; `--threads` runs the host and device chains at
-    once (`threads` 1: one after the other, as nvcc does by default)."""
+    passes in `keep_dir` for the include and directive checks."""
     includes = [f"-I{d}" for d in (tc.tvm_ffi_include, *tc.pack_headers)]
     return [tc.nvcc, *options.flags(), *includes, f"-L{tc.tvm_ffi_lib}", "--keep", "--keep-dir", keep_dir,
-            "--threads", str(threads), "-o", output, source]
+            "-o", output, source]
 
 
 def scrub_log(log: str, tc: Toolchain | None = None) -> str:
