@@ -1,6 +1,8 @@
 """One sandboxed nvcc build and its gate: what the preprocessor opened, what nvcc's later passes would read
 (cudafe++ and cicc preprocess the .ii again, gcc compiles cudafe++'s output) and what reaches the assembler
-decide REJECTED before any of the build's output (log or artifact) is used."""
+decide REJECTED before any of the build's output (log or artifact) is used. A successful build's object is copied
+out before the gate so that its device code can be read meanwhile (`on_object`, ptxcore.compile.devicecode); a
+refused build's copy is removed and what was read of it dropped."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import os
 import re
 import shutil
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,11 +80,13 @@ def _copy_out(src: Path, dest: Path) -> bool:
     return True
 
 
-def _gate(passes: dict[str, str], outcome: SandboxOutcome, tc: Toolchain, keep_dir: Path) -> str | None:
-    """The rejection reason of a build, or None: per pass, every file a marker names, any directive a later
-    pass would obey, file-embedding assembler text; then what the last gcc pass includes, then the log."""
-    for text in passes.values():
-        reason = (check_entered(named_files(text), tc.include_roots) or find_surviving_directive(text)
+def _gate(passes: dict[str, str], named: dict[str, set[str]], outcome: SandboxOutcome, tc: Toolchain,
+          keep_dir: Path) -> str | None:
+    """The rejection reason of a build, or None: per pass, every file a marker names (`named`, per pass), any
+    directive a later pass would obey, file-embedding assembler text; then what the last gcc pass includes,
+    then the log."""
+    for name, text in passes.items():
+        reason = (check_entered(named[name], tc.include_roots) or find_surviving_directive(text)
                   or find_embedding(text))
         if reason is not None:
             return reason
@@ -98,9 +103,11 @@ def _failure_reason(outcome: SandboxOutcome, options: BuildOptions) -> str:
     return "nvcc failed"
 
 
-def sandboxed_build(source: str, options: BuildOptions, tc: Toolchain, staging: Path,
-                    timeout_s: float) -> BuildOutcome:
-    """Build `source` in a fresh sandbox; the artifact (if any) lands in `staging`."""
+def sandboxed_build(source: str, options: BuildOptions, tc: Toolchain, staging: Path, timeout_s: float,
+                    on_object: Callable[[Path], None] | None = None) -> BuildOutcome:
+    """Build `source` in a fresh sandbox; the artifact (if any) lands in `staging`. `on_object` is called with
+    the copied-out object of a build that succeeded, before the gate judges it (to start reading its device
+    code); the object is removed again when the gate refuses the build."""
     with Sandbox(compile_policy(tc, options.timeout_s, options.memory_limit_bytes)) as box:
         (box.scratch / SOURCE_NAME).write_text(source)
         os.utime(box.scratch / SOURCE_NAME, (0, 0))  # -lineinfo records the mtime: reproducible device code
@@ -117,7 +124,7 @@ def sandboxed_build(source: str, options: BuildOptions, tc: Toolchain, staging: 
             passes = {k: v.replace(host, SCRATCH + "/") for k, v in passes.items()}
             outcome = outcome.model_copy(update={"stdout": outcome.stdout.replace(host, SCRATCH + "/"),
                                                  "stderr": outcome.stderr.replace(host, SCRATCH + "/")})
-        return _judge(outcome, passes, options, tc, box.scratch, staging)
+        return _judge(outcome, passes, options, tc, box.scratch, staging, on_object)
 
 
 def _oversize(outcome: SandboxOutcome, options: BuildOptions) -> BuildOutcome:
@@ -142,12 +149,18 @@ def _deterministic(outcome: SandboxOutcome, passes: dict[str, str]) -> bool:
 
 
 def _judge(outcome: SandboxOutcome, passes: dict[str, str], options: BuildOptions, tc: Toolchain,
-           scratch: Path, staging: Path) -> BuildOutcome:
+           scratch: Path, staging: Path, on_object: Callable[[Path], None] | None) -> BuildOutcome:
     cacheable = _deterministic(outcome, passes)
-    names = set().union(*(named_files(t) for t in passes.values())) if passes else set()
-    deps = dependencies(names, tc.include_roots) if cacheable else []
+    named = {name: named_files(text) for name, text in passes.items()}
+    deps = dependencies(set().union(*named.values()), tc.include_roots) if cacheable and named else []
     common = {"deps": deps, "duration_s": outcome.duration_s, "mode": outcome.mode}
-    reason = _gate(passes, outcome, tc, scratch / KEEP_DIR)
+    artifact = staging / ARTIFACT_NAME
+    copied = outcome.ok and len(passes) == 2 and _copy_out(scratch / ARTIFACT_NAME, artifact)
+    if copied and on_object is not None:
+        on_object(artifact)  # read while the gate runs; used only when the build is COMPILED
+    reason = _gate(passes, named, outcome, tc, scratch / KEEP_DIR)
+    if reason is not None or not copied:
+        artifact.unlink(missing_ok=True)
     if reason is not None:
         return BuildOutcome(CompileStatus.REJECTED, reason, "", None, cacheable=cacheable, **common)
     if not outcome.ok:
@@ -156,8 +169,7 @@ def _judge(outcome: SandboxOutcome, passes: dict[str, str], options: BuildOption
     if len(passes) != 2:
         return BuildOutcome(CompileStatus.COMPILE_ERROR, "the build left no preprocessed passes to check",
                             "", None, cacheable=False, **common)
-    artifact = staging / ARTIFACT_NAME
-    if not _copy_out(scratch / ARTIFACT_NAME, artifact):
+    if not copied:
         return BuildOutcome(CompileStatus.COMPILE_ERROR, "nvcc produced no shared object",
                             scrub_log(outcome.output, tc), None, cacheable=False, **common)
     return BuildOutcome(CompileStatus.COMPILED, "", scrub_log(outcome.output, tc), artifact,

@@ -10,12 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ptxcore.sandbox import sandbox_disabled
-from ptxcore.sass import inspect_binary
-from ptxcore.sass.verdict import device_code_sha256
 from ptxcore.schema import CompileResult, CompileStatus, SandboxMode, SassReport, text_sha256
 
 from .build import BuildOutcome, sandboxed_build
 from .cache import CachedBuild, CompileCache, cache_key, file_sha256
+from .devicecode import DeviceCodeReader
 from .forbidden import source_rejection
 from .includes import dependency_digest
 from .nvcc import BuildOptions, trim_log
@@ -112,14 +111,14 @@ def _build(source: str, options: BuildOptions, tc: Toolchain, key: str, cache: C
     staging: Path | None = cache.staging()
     try:
         remaining = options.timeout_s - (time.monotonic() - started)
-        built = sandboxed_build(source, options, tc, staging, remaining)
-        sass, cubin, artifact_sha = None, None, None
-        if built.status is CompileStatus.COMPILED:
-            built = _imports_gate(built)
-        if built.status is CompileStatus.COMPILED:
-            sass = inspect_binary(built.artifact, options.arch)
-            cubin = device_code_sha256(built.artifact)
-            artifact_sha = file_sha256(built.artifact)
+        with DeviceCodeReader() as reader:
+            built = sandboxed_build(source, options, tc, staging, remaining, on_object=reader.start)
+            sass, cubin, artifact_sha = None, None, None
+            if built.status is CompileStatus.COMPILED:
+                built = _imports_gate(built)
+            if built.status is CompileStatus.COMPILED:
+                artifact_sha = file_sha256(built.artifact)
+                sass, cubin = _static_sass(reader, options)
         rejected = built.status is CompileStatus.REJECTED
         result = CompileResult(
             status=built.status, source_sha256=source_sha256(source), arch=options.arch.key,
@@ -140,3 +139,7 @@ def _build(source: str, options: BuildOptions, tc: Toolchain, key: str, cache: C
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
 
+
+def _static_sass(reader: DeviceCodeReader, options: BuildOptions) -> tuple[SassReport, str]:
+    """The static SASS report and device-code hash of a COMPILED build (read since the object existed)."""
+    return reader.report(options.arch)
