@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ptxcore.arch import get_architecture  # noqa: E402
 from ptxcore.compile.build import sandboxed_build  # noqa: E402
 from ptxcore.compile.directives import find_embedding  # noqa: E402
-from ptxcore.compile.includes import check_entered, entered_files, read_passes  # noqa: E402
+from ptxcore.compile.includes import check_entered, named_files, read_passes  # noqa: E402
 from ptxcore.compile.nvcc import BuildOptions, nvcc_command  # noqa: E402
 from ptxcore.compile.toolchain import compile_policy, toolchain  # noqa: E402
 from ptxcore.sandbox import OPT_OUT_ENV, Sandbox, SandboxPolicy, presets  # noqa: E402
@@ -94,7 +94,7 @@ def gate_cost(source: str, options: BuildOptions, tc) -> float:
         started = time.monotonic()
         passes, _ = read_passes(box.scratch / "keep", 32 << 20)
         for text in passes.values():
-            check_entered(entered_files(text), tc.include_roots)
+            check_entered(named_files(text), tc.include_roots)
             find_embedding(text)
         return time.monotonic() - started
 
