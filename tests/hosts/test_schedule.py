@@ -131,7 +131,10 @@ def test_prefect_scheduler_starts_the_deployed_campaign_and_a_process_worker_run
 
     log = (tmp_path / "worker.log").open("w")
     worker = subprocess.Popen([PREFECT, "worker", "start", "--pool", pool, "--type", "process", "--limit", "1"],
-                              cwd=repo_root, env={**env, "PREFECT_WORKER_QUERY_SECONDS": "5"}, stdout=log,
+                              # no prefetch: Prefect's worker otherwise submits a run up to 10 s before its time
+                              # (seen in CI: started 33 ms before its minute), and "no earlier" is the point here
+                              cwd=repo_root, env={**env, "PREFECT_WORKER_QUERY_SECONDS": "5",
+                                                  "PREFECT_WORKER_PREFETCH_SECONDS": "0"}, stdout=log,
                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + (due - dt.datetime.now(dt.UTC)).total_seconds() + 900
