@@ -23,15 +23,13 @@ DEFAULT_POLICY = "policy/unnamed"
 """The policy's model id where the trainer names none."""
 
 
-class EnvSpec(FrozenModel):
-    """One environment: every episode of it plays one (problem, architecture, prompt variant)."""
+class EpisodeChoice(FrozenModel):
+    """What a trainer may choose of an environment (the HTTP front's request is exactly this, plus a reward)."""
 
-    run_id: str = Field(default="env", min_length=1, max_length=128)
-    """The warehouse campaign its episodes are recorded under (source `environment`)."""
     problem: str = Field(min_length=1, max_length=128)
     """Definition name."""
     arch: str = Field(default="hopper", min_length=1, max_length=32)
-    """Architecture key."""
+    """Architecture key (one the judge serves)."""
     prompt_variant: str = Field(default="hopper-pack", min_length=1, max_length=128)
     """Prompt variant (knowledge level) whose prompt is the first observation."""
     language: CampaignLanguage = Language.CUDA
@@ -42,19 +40,15 @@ class EnvSpec(FrozenModel):
     """A correct turn at this speedup ends the episode (terminated)."""
     context_policy: ContextPolicy = ContextPolicy.FULL
     """What the next observation's messages hold of earlier turns (the record keeps everything)."""
-    reward: RewardSpec = DEFAULT_REWARD
-    """How verdicts become rewards."""
     profile: ProfileName = ProfileName.STANDARD
     """Evaluation profile (trials, timed calls, timeouts)."""
     policy_model: str = Field(default=DEFAULT_POLICY, min_length=1, max_length=200)
     """The acting policy's model id (recorded as the turns' model)."""
 
-    @field_validator("run_id", "problem", "prompt_variant", "arch")
+    @field_validator("problem", "prompt_variant", "arch")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not _NAME.fullmatch(v):
-            raise ValueError(f"use {NAME_RULE}")
-        return v
+        return _named(v)
 
     @field_validator("policy_model")
     @classmethod
@@ -63,7 +57,27 @@ class EnvSpec(FrozenModel):
             raise ValueError("not a model id (letters, digits and _.:@+-/ only, at most 200)")
         return v
 
+
+class EnvSpec(EpisodeChoice):
+    """One environment: every episode of it plays one (problem, architecture, prompt variant)."""
+
+    run_id: str = Field(default="env", min_length=1, max_length=128)
+    """The warehouse campaign its episodes are recorded under (source `environment`)."""
+    reward: RewardSpec = DEFAULT_REWARD
+    """How verdicts become rewards."""
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id(cls, v: str) -> str:
+        return _named(v)
+
     def agent_config(self) -> AgentConfig:
         """The agent loop's configuration of this environment (the same stop rules as a campaign's)."""
         return AgentConfig(max_turns=self.max_turns, target_speedup=self.target_speedup,
                            context_policy=self.context_policy, language=self.language)
+
+
+def _named(v: str) -> str:
+    if not _NAME.fullmatch(v):
+        raise ValueError(f"use {NAME_RULE}")
+    return v

@@ -7,14 +7,12 @@ import re
 
 from pydantic import Field, field_validator
 
-from ptxcore.agent.types import MAX_MODEL_CALLS, ContextPolicy
-from ptxcore.schema import CampaignLanguage, FrozenModel, Language
+from ptxcore.schema import FrozenModel
 
 from ..batch import StepFailure
 from ..env import MAX_COMPLETION_CHARS
-from ..profiles import ProfileName
 from ..reward import RewardSpec
-from ..spec import DEFAULT_POLICY
+from ..spec import EpisodeChoice
 from ..steps import StepResult
 
 ENV_ID = re.compile(r"[0-9a-f]{32}")
@@ -23,29 +21,11 @@ MAX_BATCH = 64
 """Steps in one POST /step_many."""
 
 
-class EnvCreate(FrozenModel):
-    """POST /envs: an environment of the server's run (the EnvSpec fields a trainer may choose)."""
+class EnvCreate(EpisodeChoice):
+    """POST /envs: an environment of the server's run (what a trainer may choose, and a reward)."""
 
-    problem: str = Field(min_length=1, max_length=128)
-    """Definition name."""
-    arch: str = Field(default="hopper", min_length=1, max_length=32)
-    """Architecture key (one the server's judge serves)."""
-    prompt_variant: str = Field(default="hopper-pack", min_length=1, max_length=128)
-    """Prompt variant (knowledge level)."""
-    language: CampaignLanguage = Language.CUDA
-    """Solution language."""
-    max_turns: int = Field(default=MAX_MODEL_CALLS, ge=1, le=MAX_MODEL_CALLS)
-    """Turn budget."""
-    target_speedup: float = Field(default=1.2, gt=0.0, le=1000.0)
-    """Early stop at this speedup."""
-    context_policy: ContextPolicy = ContextPolicy.FULL
-    """What the next messages hold of earlier turns."""
     reward: RewardSpec | None = None
     """The reward spec (None: the server's)."""
-    profile: ProfileName = ProfileName.STANDARD
-    """Evaluation profile."""
-    policy_model: str = Field(default=DEFAULT_POLICY, min_length=1, max_length=200)
-    """The acting policy's model id."""
 
 
 class EnvCreated(FrozenModel):
