@@ -158,14 +158,7 @@ class SandboxProcess:
                     return [pid for pid in all_pids() if _pid_ns(pid) == ns]
             except OSError:
                 pass
-        parents = {pid: _ppid(pid) for pid in all_pids()}
-        seen, todo = [], list(roots)
-        while todo:
-            pid = todo.pop()
-            if pid not in seen:
-                seen.append(pid)
-                todo.extend(child for child, parent in parents.items() if parent == pid)
-        return seen
+        return descendants(roots)
 
     def exit_code(self) -> int | None:
         """How the command ended, as Popen.returncode does (negative: killed by that signal); None while it
@@ -272,9 +265,21 @@ def pump(proc: SandboxProcess, streams: dict[IO[bytes], Capture], deadline: floa
         sel.close()
 
 
-def all_pids() -> list[int]:
+def all_pids(proc: Path = Path("/proc")) -> list[int]:
     """Every PID of the host (as /proc shows it)."""
-    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+    return [int(p.name) for p in proc.iterdir() if p.name.isdigit()]
+
+
+def descendants(roots: list[int], proc: Path = Path("/proc")) -> list[int]:
+    """`roots` and every process below them, roots first (parents read from /proc/<pid>/stat)."""
+    parents = {pid: _ppid(pid, proc) for pid in all_pids(proc)}
+    seen, todo = [], list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid not in seen:
+            seen.append(pid)
+            todo.extend(child for child, parent in parents.items() if parent == pid)
+    return seen
 
 
 def _pid_ns(pid: int) -> str | None:
@@ -284,9 +289,9 @@ def _pid_ns(pid: int) -> str | None:
         return None
 
 
-def _ppid(pid: int) -> int | None:
+def _ppid(pid: int, proc: Path = Path("/proc")) -> int | None:
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = (proc / str(pid) / "stat").read_text()
         return int(stat.rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return None

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ptxcore.gpu.errors import InfraError
-from ptxcore.gpu.harness.sharing import descendants, foreign_pids, shared_gpu
+from ptxcore.gpu.harness.sharing import foreign_pids, shared_gpu
+from ptxcore.sandbox.process import descendants
 
 FORGED = "forged its timing: the candidate's process reported 0.07 ms per call, but ..."
 
@@ -26,7 +27,7 @@ def fake_proc(tmp_path: Path, tree: dict[int, int]) -> Path:
 
 def test_the_judge_and_everything_below_it_are_ours(tmp_path):
     proc = fake_proc(tmp_path, {1: 0, 100: 1, 101: 100, 102: 101, 103: 102, 200: 1})
-    assert descendants(100, proc) == {100, 101, 102, 103}
+    assert set(descendants([100], proc)) == {100, 101, 102, 103}
     assert foreign_pids({101, 103, 200}, 100, proc) == [200]
     assert foreign_pids(None, 100, proc) == [] and foreign_pids(set(), 100, proc) == []
 
@@ -42,7 +43,7 @@ def test_a_forged_verdict_with_another_job_on_the_gpu_is_inconclusive(tmp_path):
 def test_a_real_child_is_found_below_this_process():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        assert child.pid in descendants(os.getpid())
+        assert child.pid in descendants([os.getpid()])
         assert foreign_pids({child.pid, os.getpid()}) == []
     finally:
         child.kill()

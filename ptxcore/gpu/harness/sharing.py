@@ -14,35 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ptxcore.gpu.errors import InfraError
-
-
-def descendants(pid: int, proc: Path = Path("/proc")) -> set[int]:
-    """`pid` and every process below it, read from /proc/<pid>/stat (the field after the command name)."""
-    parents: dict[int, int] = {}
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:  # gone meanwhile
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 1:
-            parents[int(entry.name)] = int(fields[1])
-    tree, frontier = {pid}, [pid]
-    while frontier:
-        parent = frontier.pop()
-        children = [child for child, ppid in parents.items() if ppid == parent and child not in tree]
-        tree.update(children)
-        frontier.extend(children)
-    return tree
+from ptxcore.sandbox.process import descendants
 
 
 def foreign_pids(gpu_pids: set[int] | None, judge_pid: int | None = None, proc: Path = Path("/proc")) -> list[int]:
     """The GPU's processes that are neither the judge nor below it, sorted (empty when NVML could not say)."""
     if not gpu_pids:
         return []
-    ours = descendants(judge_pid if judge_pid is not None else os.getpid(), proc)
+    ours = set(descendants([judge_pid if judge_pid is not None else os.getpid()], proc))
     return sorted(gpu_pids - ours)
 
 
