@@ -15,8 +15,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ptxcore.gpu.service.config import ServiceConfig, check_bind
+from ptxcore.gpu.service.prebuild import JUDGE_RUNNER
 from ptxcore.gpu.service.service import ProfilerService
 from ptxcore.gpu.service.tokenfile import new_token, remove_token, write_token
+from ptxcore.gpu.service.warm import check_warm
 from ptxcore.gpu.service.worker import GpuWorker
 
 log = logging.getLogger(__name__)
@@ -83,6 +85,8 @@ def build_config(*, gpus: str, host: str, port: int, work_dir: str, token: str |
         where = ".".join(str(p) for p in first["loc"])
         raise ValueError(f"{where}: {first['msg'].removeprefix('Value error, ')}") from None
     check_bind(config)
+    if config.runner == JUDGE_RUNNER and "warm" in config.runner_args:
+        check_warm(config.runner_args["warm"])
     return config
 
 

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
-from ptxcore.problems import Problem, get_problem, load_catalog
+from ptxcore.problems import Problem, ProblemNotFoundError, get_problem, load_catalog
 
 log = logging.getLogger(__name__)
 
@@ -50,3 +50,17 @@ def warm(problems: list[Problem], prepare: Callable[[Problem], object]) -> dict[
             took[problem.name] = None
             log.warning("could not warm %s (its first judgement will): %s", problem.name, exc)
     return took
+
+
+def check_warm(spec: object) -> None:
+    """ValueError (one line) unless `spec` is `auto` or a list of known problem names: checked when the service is
+    configured, so a typo is refused at the command line, not by workers that die at every start."""
+    if isinstance(spec, str):
+        problems_to_warm(spec, installed=lambda problem: False)
+        return
+    if not isinstance(spec, list) or not all(isinstance(n, str) for n in spec):
+        raise ValueError(f"runner_args.warm must be {AUTO!r} or a list of problem names")
+    try:
+        problems_to_warm(spec)
+    except ProblemNotFoundError as exc:
+        raise ValueError(f"runner_args.warm: {exc.args[0] if exc.args else exc}") from None

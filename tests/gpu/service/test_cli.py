@@ -32,9 +32,14 @@ def test_refuses_exposed_bind_without_token(tmp_path):
 def test_bad_options_are_one_line_errors(tmp_path):
     for args, text in ((["--gpus", "0,x"], "not a GPU index"), (["--gpus", "0,0"], "distinct"),
                        (["--gpus", "0", "--runner-args", "{"], "not JSON"),
-                       (["--gpus", "0", "--token-file", str(tmp_path / "none")], "--token-file: no such file")):
-        r = run("profiler", "serve", *args, "--work-dir", str(tmp_path))
+                       (["--gpus", "0", "--token-file", str(tmp_path / "none")], "--token-file: no such file"),
+                       (["--gpus", "0", "--prebuild-workers", "-1"], "prebuild_workers"),
+                       (["--gpus", "0", "--runner-args", '{"warm": "everything"}'], "warm must be 'auto'"),
+                       (["--gpus", "0", "--runner-args", '{"warm": ["no_such_problem"]}'], "runner_args.warm"),
+                       (["--gpus", "0", "--runner-args", '{"warm": 3}'], "runner_args.warm must be")):
+        r = run("profiler", "serve", *args, "--work-dir", str(tmp_path / "wd"))
         assert r.exit_code == 2 and text in r.output and "Traceback" not in r.output, r.output
+        assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "wd").exists(), r.output
 
 
 def test_health_of_an_absent_server():
