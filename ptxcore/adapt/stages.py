@@ -22,7 +22,7 @@ from .pairs import PairSummary, fixit_pairs, kernelgen_pairs, post_balance, summ
 from .recipe import Recipe, recipe_sha256
 from .repair import SourcePrompt, plan_repairs, repair_campaign_id, repair_config
 from .select import SelectionSummary, select_turns
-from .spec import Template, resolve_variants
+from .spec import TargetCredit, Template, resolve_variants
 from .store import AdaptStore
 
 
@@ -183,9 +183,10 @@ def run_pairs(wh: Warehouse, ctx: BuildContext) -> PairSummary:
         hint = (" (NOT_EVALUATED: judged without a GPU and without a recorded verdict; see teacher.recorded_verdicts)"
                 if "NOT_EVALUATED" in statuses else "")
         what = "repairs has" if ctx.recipe.template is Template.FIXIT else "selected turns is"
+        credit = ("whose target instructions executed" if ctx.recipe.pairs.target_credit is TargetCredit.EXECUTED
+                  else "whose target path carried the work (target_credit: work)")
         summary = summary.model_copy(update={"refusal": f"build {ctx.build_id}: no pairs: none of {count} {what} a "
-                                             f"correct version whose target instructions executed (repair turns: "
-                                             f"{seen}){hint}"})
+                                             f"correct version {credit} (repair turns: {seen}){hint}"})
     return summary
 
 

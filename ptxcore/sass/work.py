@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 from ptxcore.arch import Architecture
@@ -35,6 +36,8 @@ from ptxcore.schema import (
     TargetWorkShare,
 )
 
+RAW_ROW_CAP = 200
+"""Family rows an evidence record keeps in `raw_rows` (ptxcore.gpu.harness.ncu); a record with fewer kept them all."""
 WARPGROUP_THREADS = 128
 """Threads that execute one warpgroup (wgmma) instruction."""
 MULTICAST_CTAS = 16
@@ -44,6 +47,13 @@ _TC_MMA = re.compile(r"^UTC(?P<kind>[HQIO])MMA(?P<rest>(\.[A-Za-z0-9_]+)*)$")
 _TC_K = {"H": 16, "Q": 32, "I": 32, "O": 64}
 """K of one tcgen05 MMA by SASS kind: H = kind::f16 (tf32: 8), Q = f8f6f4 / mxf8f6f4, I = i8, O = mxf4."""
 _TC_N_MAX = 256
+_PRED = re.compile(r"^@!?U?P[T\d]+\s+")
+
+
+def sass_opcode(text: str) -> str:
+    """The opcode token of one SASS line, its predicate (@P0, @!UPT, ...) and trailing ';' removed."""
+    body = _PRED.sub("", text.strip())
+    return body.split(None, 1)[0].rstrip(";") if body else ""
 
 
 class ExecutedRow(Protocol):
@@ -170,7 +180,40 @@ def evidence_work(ev: TargetInstructionEvidence, problem_flops: int, problem_min
                                reason=f"no target instruction {'in the SASS' if ev.status is TargetInstruction.ABSENT else 'executed'}")
     if ev.status is TargetInstruction.UNKNOWN:
         return TargetWorkShare(**base, carries=TargetWork.UNKNOWN, reason=f"no counts: {ev.reason}"[:300])
-    if not ev.target_ops:
+    if ev.target_ops:
+        return share_verdict(ev.target_ops, problem_flops, problem_min_bytes, arch, threshold)
+    ops = ops_from_raw_rows(ev.raw_rows, arch)
+    if ops is None:
         return TargetWorkShare(**base, carries=TargetWork.UNKNOWN,
                                reason="the evidence has no per-shape counts (profiled before work shares were kept)")
-    return share_verdict(ev.target_ops, problem_flops, problem_min_bytes, arch, threshold)
+    share = share_verdict(ops, problem_flops, problem_min_bytes, arch, threshold)
+    return share.model_copy(update={"reason": f"{share.reason} (from the evidence's recorded rows)"[:300]})
+
+
+@dataclass(frozen=True)
+class _RawRow:
+    """A row of the evidence's `raw_rows` (ncu's SASS text and counters) as an ExecutedRow."""
+
+    text: str
+    inst_executed: int
+    thread_inst_executed_true: int
+
+    @property
+    def opcode(self) -> str:
+        return sass_opcode(self.text)
+
+
+def ops_from_raw_rows(raw_rows: list[dict], arch: Architecture) -> list[TargetOpCount] | None:
+    """Per-shape counts rebuilt from evidence that predates `target_ops` (verdicts recorded on a GPU host before
+    work shares were kept): its `raw_rows` are every family row of the counted call unless the list reached
+    RAW_ROW_CAP, when rows are missing and nothing is rebuilt (None); None too when there are no rows or a row is
+    malformed (the counts cannot be trusted)."""
+    if not raw_rows or len(raw_rows) >= RAW_ROW_CAP:
+        return None
+    rows = []
+    for r in raw_rows:
+        text, inst, thread = r.get("sass"), r.get("inst_executed"), r.get("thread_inst_executed_true")
+        if not isinstance(text, str) or not isinstance(inst, int) or not isinstance(thread, int) or min(inst, thread) < 0:
+            return None
+        rows.append(_RawRow(text, inst, thread))
+    return target_ops(rows, arch)

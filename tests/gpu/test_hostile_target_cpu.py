@@ -20,8 +20,9 @@ from ptxcore.arch import get_architecture
 from ptxcore.compile import BuildOptions, CompileCache, compile_candidate
 from ptxcore.gpu.child.cupti import CallTiming
 from ptxcore.gpu.harness import ncu
-from ptxcore.gpu.pipeline.targetwork import kernel_set_verdict, with_work
+from ptxcore.gpu.pipeline.targetwork import kernel_set_verdict
 from ptxcore.problems import get_problem, problem_work
+from ptxcore.sass.credit import with_work
 from ptxcore.sass.parse import parse_sass
 from ptxcore.sass.verdict import dump_sass
 from ptxcore.schema import CompileStatus, EvaluationStatus, StaticTarget, TargetInstruction, TargetWork

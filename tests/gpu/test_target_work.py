@@ -17,8 +17,9 @@ from types import SimpleNamespace
 from ptxcore.arch import get_architecture
 from ptxcore.gpu.child.cupti import MAX_KERNEL_NAMES, CallTiming
 from ptxcore.gpu.harness import ncu
-from ptxcore.gpu.pipeline.targetwork import kernel_set_verdict, tensor_time_verdict, with_work
+from ptxcore.gpu.pipeline.targetwork import kernel_set_verdict, tensor_time_verdict
 from ptxcore.problems import get_problem
+from ptxcore.sass.credit import with_work
 from ptxcore.schema import (
     EvaluationStatus,
     MeterStatus,

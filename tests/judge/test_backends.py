@@ -34,6 +34,8 @@ from ptxcore.schema import (
     StaticTarget,
     TargetInstruction,
     TargetInstructionEvidence,
+    TargetWork,
+    text_sha256,
 )
 
 PROBLEM = get_problem("gemm_n7168_k5120")
@@ -161,13 +163,15 @@ def test_the_service_backend_sends_the_language_only_when_not_cuda():
 RECORDED = Path(__file__).resolve().parents[2] / "campaigns" / "recorded" / "h200"
 
 
-def _recorded_source(status: str) -> str:
-    """The kernel of the demo's GEMM turn whose H200 verdict was `status` (its source from the recorded folder)."""
+def _recorded_source(status: str, executed: bool | None = None) -> str:
+    """The kernel of the demo's GEMM turn whose H200 verdict was `status` (its source from the recorded folder);
+    `executed` picks, among several, the one whose target did (or did not) execute."""
     from ptxcore.problems.traceset import read_traced_verdicts
-    from ptxcore.schema import Solution, text_sha256
+    from ptxcore.schema import Solution
 
-    (hit,) = [v for v in read_traced_verdicts(RECORDED)
-              if v.trace.definition == PROBLEM.name and v.trace.evaluation.status.value == status]
+    hit, *_ = [v for v in read_traced_verdicts(RECORDED)
+               if v.trace.definition == PROBLEM.name and v.trace.evaluation.status.value == status
+               and (executed is None or (v.target_instruction.status is TargetInstruction.EXECUTED) == executed)]
     for path in (RECORDED / "solutions").rglob(f"{hit.trace.solution}.json"):
         source = Solution.model_validate_json(path.read_text()).sources[0].content
         assert text_sha256(source) == hit.kernel_sha256
@@ -191,6 +195,24 @@ def test_a_recorded_runtime_error_gives_the_exception_as_its_reason():
     # stage times are this judgement's: the CPU stage's 51.7 s build happened elsewhere (compile.duration_s)
     assert set(r.stage_seconds) == {"total"} and r.stage_seconds["total"] < 51.7
     assert r.compile is not None and r.compile.duration_s == 51.7
+
+
+def test_a_recorded_verdict_from_before_work_shares_gets_its_share_from_its_recorded_counts():
+    """The H200 verdicts of 2026-12-01 predate work shares: the reused verdict is credited by the judge's own rule
+    from its recorded rows (our TMA + wgmma GEMM: share 1.0), so adapt's default target credit can use it."""
+    from ptxcore.judge.backends.recorded import RecordedJudge
+
+    source = _recorded_source("PASSED", executed=True)
+    built = candidate(StaticTarget.PRESENT)
+    compiled = CompiledCandidate(built.result, None, built.sass)
+    judge = RecordedJudge.open(str(RECORDED), "hopper")
+    hit, *_ = [v for k, v in judge.verdicts.items() if k[0] == text_sha256(source)]
+    assert hit.target_instruction.work is None  # as recorded
+    r = judge.judge(source, PROBLEM, HOPPER, compiled=compiled)
+    work = r.target_instruction.work
+    assert r.status is EvaluationStatus.PASSED and r.recorded is not None
+    assert work is not None and work.carries is TargetWork.CARRIES and work.flops_share == 1.0
+    assert work.target_flops == 2 * 8192 * 7168 * 5120
 
 
 def test_a_no_gpu_judgement_of_a_given_build_times_only_itself():

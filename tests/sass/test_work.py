@@ -123,3 +123,37 @@ def test_evidence_without_counts_never_carries():
     ops = target_ops([Row("HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24, gsb0 ;", 1, 146_800_640)], HOPPER)
     assert evidence_work(_ev(TargetInstruction.EXECUTED, ops), GEMM_FLOPS, GEMM_BYTES, HOPPER, 0.5).carries is \
         TargetWork.CARRIES
+
+
+def _raw(text: str, thread: int, inst: int | None = None) -> dict:
+    return {"function": "k", "address": "0x0", "sass": text, "inst_executed": thread // 32 if inst is None else inst,
+            "thread_inst_executed_true": thread}
+
+
+WGMMA_ROW = "HGMMA.64x256x16.F32.BF16 R24, gdesc[UR16], R24, gsb0"
+
+
+def test_evidence_recorded_before_work_shares_is_credited_from_its_own_rows():
+    """Verdicts recorded on the H200 before `target_ops` existed keep every family row (fewer than the cap): the
+    work share is rebuilt from them by the same rule, e.g. our wgmma GEMM's four HGMMA sites and two TMA loads."""
+    rows = [_raw(WGMMA_ROW, 36_700_160) for _ in range(4)] + [_raw("UTMALDG.2D [UR12], [UR18]", 143_360)] * 2
+    w = evidence_work(_ev(TargetInstruction.EXECUTED).model_copy(update={"raw_rows": rows}),
+                      GEMM_FLOPS, GEMM_BYTES, HOPPER, 0.5)
+    assert w.carries is TargetWork.CARRIES and w.target_flops == GEMM_FLOPS and w.flops_share == 1.0
+    assert w.tma_instructions == 286_720 and "recorded rows" in w.reason
+    predicated = [_raw("@P0 HGMMA.64x8x16.F32.BF16 R2, gdesc[UR4], RZ, !UPT, gsb0", 128)]  # issue 25's dummy
+    dummy = evidence_work(_ev(TargetInstruction.EXECUTED).model_copy(update={"raw_rows": predicated}),
+                          GEMM_FLOPS, GEMM_BYTES, HOPPER, 0.5)
+    assert dummy.carries is TargetWork.DOES_NOT_CARRY and dummy.target_flops == 2 * 64 * 8 * 16
+
+
+def test_rows_cut_at_the_cap_or_malformed_are_not_credited():
+    from ptxcore.sass.work import RAW_ROW_CAP, ops_from_raw_rows
+
+    assert ops_from_raw_rows([_raw(WGMMA_ROW, 36_700_160)] * RAW_ROW_CAP, HOPPER) is None  # rows may be missing
+    assert ops_from_raw_rows([], HOPPER) is None
+    assert ops_from_raw_rows([_raw(WGMMA_ROW, -1, 0)], HOPPER) is None
+    assert ops_from_raw_rows([{"sass": WGMMA_ROW, "inst_executed": "9", "thread_inst_executed_true": 128}],
+                             HOPPER) is None
+    capped = _ev(TargetInstruction.EXECUTED).model_copy(update={"raw_rows": [_raw(WGMMA_ROW, 36_700_160)] * RAW_ROW_CAP})
+    assert evidence_work(capped, GEMM_FLOPS, GEMM_BYTES, HOPPER, 0.5).carries is TargetWork.UNKNOWN

@@ -31,7 +31,7 @@ from ptxcore.gpu.child.standalone import NVTX_RANGE
 from ptxcore.gpu.harness.triton import TritonFiles, candidate_args
 from ptxcore.sandbox import SandboxStatus, SandboxUnavailableError
 from ptxcore.sass.tools import find_tool
-from ptxcore.sass.work import target_ops
+from ptxcore.sass.work import RAW_ROW_CAP, sass_opcode, target_ops
 from ptxcore.schema import (
     ProfiledKernel,
     ProfileOutcome,
@@ -43,13 +43,12 @@ from ptxcore.schema import (
 log = logging.getLogger(__name__)
 
 _ROW = re.compile(r"^\s*(0x[0-9a-fA-F]+)\s+(.*?)\s+([\d,]+)\s+([\d,]+)\s*$")
-_PRED = re.compile(r"^@!?U?P[T\d]+\s+")
 _KERNEL_HEADER = re.compile(
     r"^\s*(\S.*?)\s+\((\d+),\s*(\d+),\s*(\d+)\)x\((\d+),\s*(\d+),\s*(\d+)\),\s*Context"  # text layout
     r"|^Kernel Name\s+(\S.*?)\s*$"  # table layout (ncu 2025.3: the name wraps onto the next lines)
 )
 _CONTINUATION = re.compile(r"^\s+(\S.*?)\s*$")
-MAX_RAW_ROWS = 200
+MAX_RAW_ROWS = RAW_ROW_CAP
 FAILED = ProfileOutcome.FAILED
 PROFILED_CALLS = (2, 3, 4)
 """How many calls the profiled child makes (the last one is counted): drawn per run, so the counted call's index
@@ -66,8 +65,7 @@ class NcuRow:
 
     @property
     def opcode(self) -> str:
-        body = _PRED.sub("", self.text.strip())
-        return body.split(None, 1)[0].rstrip(";") if body else ""
+        return sass_opcode(self.text)
 
 
 @dataclass(frozen=True)

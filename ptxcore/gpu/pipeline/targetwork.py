@@ -1,9 +1,9 @@
 """Target credit tied to the work (issue 25), in the judge process: the work share attached to the evidence, and
 the two checks that the counted call is the timed call.
 
-- `with_work`: the share of the problem's useful work the profiled call's target instructions performed, and the
-  carries verdict (ptxcore.sass.work), attached to the evidence. Computed on every judgement, also on a cache hit:
-  the cache is keyed by source and build, the share by the judged workload.
+- the work share (`with_work`, ptxcore.sass.credit): the share of the problem's useful work the profiled call's
+  target instructions performed, and the carries verdict (ptxcore.sass.work), attached to the evidence. Computed
+  on every judgement, also on a cache hit: the cache is keyed by source and build, the share by the workload.
 - `kernel_set_verdict`: the kernels ncu profiled (names, launches per call) against those CUPTI recorded in every
   timed call; a difference is REWARD_HACK (ncu ran in another process on other inputs: a candidate that behaves
   differently there is caught by what it launches). Grids are compared where both sides give them. A counting run
@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from ptxcore.arch import Architecture
 from ptxcore.gpu.child.cupti import CallTiming
 from ptxcore.gpu.pipeline.verdicts import Verdict
-from ptxcore.problems import Problem, problem_work
-from ptxcore.sass.work import carry_threshold, evidence_work
 from ptxcore.schema import (
     EvaluationStatus,
     ProfileOutcome,
@@ -41,16 +39,6 @@ least tensor-pipe time for N FLOPs is N / this, whatever the data type."""
 TENSOR_TIME_SLACK = 0.25
 """The timed calls must show at least this fraction of that least time (sampling error, clocks; to be calibrated
 on the H200 with the wgmma GEMM and attention kernels)."""
-
-
-def with_work(ev: TargetInstructionEvidence, problem: Problem, workload_uuid: str | None,
-              arch: Architecture) -> TargetInstructionEvidence:
-    """The evidence with its work share for this problem's workload (the paper's `status` unchanged)."""
-    work = problem_work(problem, workload_uuid)
-    threshold = carry_threshold(arch, work.carry_threshold)
-    share = evidence_work(ev, work.flops, work.min_bytes, arch, threshold)
-    log.info("target work %s: %s", problem.name, share.reason)
-    return ev.model_copy(update={"work": share})
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from ptxcore.gpu.errors import InfraError
 from ptxcore.gpu.harness.ncu import EvidenceCache, profile_target
 from ptxcore.gpu.harness.sanitizer import MemcheckOutcome, memcheck_command, run_memcheck
 from ptxcore.gpu.pipeline.caches import JsonCache, cache_key
-from ptxcore.gpu.pipeline.targetwork import with_work
 from ptxcore.gpu.pipeline.verdicts import Verdict
 from ptxcore.problems import Problem
+from ptxcore.sass.credit import with_work
 from ptxcore.schema import (
     EvaluationStatus,
     SanitizerSummary,

@@ -17,10 +17,10 @@ from ptxcore.arch import Architecture
 from ptxcore.gpu.harness.ncu import profile_target
 from ptxcore.gpu.harness.triton import TritonFiles
 from ptxcore.gpu.pipeline.caches import cache_key
-from ptxcore.gpu.pipeline.targetwork import with_work
 from ptxcore.gpu.pipeline.tools import TOOL_SEED_OFFSET, ToolStages
 from ptxcore.gpu.pipeline.verdicts import Verdict
 from ptxcore.problems import Problem
+from ptxcore.sass.credit import with_work
 from ptxcore.sass.verdict import SassDumpError
 from ptxcore.schema import StaticTarget, TargetInstruction, TargetInstructionEvidence
 from ptxcore.triton.evidence import (

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ptxcore.judge.backends.none import NoGpuJudge
 from ptxcore.judge.route import RouteError
 from ptxcore.problems.traceset import TracedVerdict, read_traced_verdicts
+from ptxcore.sass.credit import with_work
 from ptxcore.schema import (
     CorrectnessStats,
     EnvironmentInfo,
@@ -71,10 +72,15 @@ class RecordedJudge:
         hit = self.verdicts.get((text_sha256(source), problem.name, str(cpu.workload_uuid), arch.key))
         if hit is None:
             return cpu
-        return _reused(hit, cpu, self.root, started)
+        target = hit.target_instruction
+        if target is not None and target.work is None:
+            # recorded before work shares were kept: credited now from its own recorded counts, by the judge's rule
+            target = with_work(target, problem, str(cpu.workload_uuid), arch)
+        return _reused(hit, target, cpu, self.root, started)
 
 
-def _reused(hit: TracedVerdict, cpu: JudgeResult, root: Path, started: float) -> JudgeResult:
+def _reused(hit: TracedVerdict, target: TargetInstructionEvidence, cpu: JudgeResult, root: Path,
+            started: float) -> JudgeResult:
     """The recorded verdict in this judgement's envelope. Its reason is the exception's own line of the recorded
     log (a trace keeps the log, not the reason); its stage times are this judgement's (the CPU stages and the
     look-up; the trace does not keep the GPU host's)."""
@@ -93,7 +99,6 @@ def _reused(hit: TracedVerdict, cpu: JudgeResult, root: Path, started: float) ->
         stats = CorrectnessStats.model_validate(ev.correctness.extra) if ev.correctness.extra else None
         correctness = JudgeCorrectness(max_relative_error=ev.correctness.max_relative_error,
                                        max_absolute_error=ev.correctness.max_absolute_error, stats=stats)
-    target: TargetInstructionEvidence = hit.target_instruction
     recorded = RecordedVerdict(source=str(root), trace_sha256=hit.trace_sha256, gpu_name=env.hardware,
                                driver_version=facts["driver"] or None, judged_at=ev.timestamp)
     passed = ev.status is EvaluationStatus.PASSED
