@@ -41,6 +41,12 @@ ARMS = {
     "overlapped": ({"overlap_tools": True}, ("--prebuild-workers", "2")),
 }
 STAGES = ("build", "workload_and_reference", "correctness", "sanitizer", "memcheck", "ncu", "timing", "total")
+TIMING_PARTS = ("meter_configure", "meter_start", "meter_stop", "gpu_monitor", "timing_calls", "timed_collect",
+                "timed_fetch", "meter_audit")
+"""The timing stage's parts (ptxcore.gpu.pipeline.session; ptxcore.gpu.harness.calls.HOST_STAGES): the meter's
+configuration, its start (settle) and stop (settle, stop, decode) per trial, the GPU monitor's snapshots, the
+host's loop around the warm-up and timed calls, reading their comparisons and CUPTI records, and the audit;
+`rest` is the timing stage minus these."""
 
 
 def variants(source: str, arm: str, n: int) -> list[str]:
@@ -117,7 +123,14 @@ def report(results: list[dict]) -> str:
                      statistics.median(r["wall_s"] for r in a["prebuilt"]) if a["prebuilt"] else "-",
                      *[(med(new, k) if med(new, k) is not None else "-") for k in STAGES],
                      a["stream"]["per_gpu_minute"] if a["stream"]["per_gpu_minute"] is not None else "-"])
-    lines = [table(headers, rows)]
+    lines = [table(headers, rows), "", "timing stage of the new candidates, by part (median s):"]
+    split = []
+    for a in results:
+        parts = [med(a["latency"], k) for k in TIMING_PARTS]
+        timing = med(a["latency"], "timing")
+        rest = timing - sum(v or 0.0 for v in parts) if timing is not None else None
+        split.append([a["arm"], *[v if v is not None else "-" for v in parts], rest if rest is not None else "-"])
+    lines.append(table(["arm", *TIMING_PARTS, "rest"], split))
     if len(results) == 2 and results[0]["latency"] and results[1]["latency"]:
         b, n = (statistics.median(r["wall_s"] for r in a["latency"]) for a in results)
         lines.append(f"new-candidate wall, {results[1]['arm']} / {results[0]['arm']}: {n / b:.3f}")

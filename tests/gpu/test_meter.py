@@ -4,6 +4,7 @@ measure. The H200 run of the same rule against real forgeries is tests/gpu/test_
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -18,7 +19,7 @@ from ptxcore.gpu.harness.audit import (
     forged_trial,
     trial_audit,
 )
-from ptxcore.gpu.harness.calls import CallRecord, MeteredTrial, Tolerance
+from ptxcore.gpu.harness.calls import HOST_STAGES, CallRecord, MeteredTrial, Tolerance
 from ptxcore.gpu.harness.meter import MeterError, MeterSample, MeterTrace, PmSamplingMeter, choose_interval_ns
 from ptxcore.gpu.messages import SessionMode
 from ptxcore.gpu.pipeline.verdicts import measurement_verdict
@@ -230,8 +231,7 @@ def _driver(replies: list, monkeypatch, meter: FakeMeter | None):
     d.records, d._last_perm, d._keep, d.l2_resets, d._perms, d.trials = [], {}, [], 0, {}, []
     d.meter, d.clock, d._open_gap = meter, ticks.__next__, None
     d.new_event = lambda: SimpleNamespace(elapsed_time=lambda other: 0.25)  # 0.25 ms of the judge's own work
-    d.host_s = {"harness_prepare": 0.0, "harness_call_roundtrip": 0.0, "harness_compare_queue": 0.0,
-                "child_call_wall": 0.0}
+    d.host_s = dict.fromkeys(HOST_STAGES, 0.0)
     return d, ChildReply
 
 
@@ -245,6 +245,44 @@ def test_every_call_gets_the_judges_window_and_gap(monkeypatch):
     for rec in d.records:
         w = rec.window
         assert w.sent_ns < w.replied_ns < w.gap_end_ns and w.judge_gap_span_ns == pytest.approx(250_000)
+
+
+class SlowMeter(FakeMeter):
+    """A meter whose start and stop take known, different times (settling; stopping and decoding)."""
+
+    def start(self) -> None:
+        super().start()
+        time.sleep(0.01)
+
+    def stop(self) -> MeterTrace:
+        time.sleep(0.2)
+        return super().stop()
+
+
+def test_the_meters_start_and_stop_are_reported_apart_from_the_calls(monkeypatch):
+    """Issue 27: the timing stage's host time is split so a latency run shows where it goes."""
+    meter = SlowMeter(trace=_trace([], 0, 10_000))
+    d, Reply = _driver([], monkeypatch, meter)
+    d.child.request = lambda op, args, what, timeout_s: Reply(True, 1, "n", {"wall_ns": 7, "l2_reset": False})
+    d.timed_trial(0, warmup=1, iters=2, permute=False)
+    d.timed_trial(0, warmup=0, iters=1, permute=False)
+    assert set(d.host_s) == set(HOST_STAGES)
+    assert 0.02 <= d.host_s["meter_start"] < 0.4 <= d.host_s["meter_stop"]
+    assert d.host_s["child_call_wall"] == pytest.approx(4 * 7e-9)
+    assert d.host_s["gpu_monitor"] == 0.0  # no monitor snapshots outside measure_trials
+
+
+def test_the_gpu_monitors_snapshots_are_reported_per_trial(monkeypatch):
+    from ptxcore.gpu.harness.calls import measure_trials
+
+    def snapshot():
+        time.sleep(0.01)
+        return SimpleNamespace(throttle_reasons=[], sm_clock_mhz=1980, temperature_c=40)
+
+    d, Reply = _driver([], monkeypatch, FakeMeter(trace=_trace([], 0, 10_000)))
+    d.child.request = lambda op, args, what, timeout_s: Reply(True, 1, "n", {"wall_ns": 7, "l2_reset": False})
+    out = measure_trials(d, 1, 0, 1, False, SimpleNamespace(snapshot=snapshot), 0)
+    assert len(out) == 1 and d.host_s["gpu_monitor"] >= 0.02  # a snapshot before and after the trial
 
 
 def test_a_failed_call_stops_the_meter_and_the_failure_is_the_outcome(monkeypatch):

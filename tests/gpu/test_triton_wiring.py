@@ -18,7 +18,7 @@ from ptxcore.arch import get_architecture
 from ptxcore.gpu.child import main as child_main
 from ptxcore.gpu.child import session as child_session
 from ptxcore.gpu.child.cupti import ActivityRecord
-from ptxcore.gpu.harness.calls import CallDriver, CallFailed, CallRecord
+from ptxcore.gpu.harness.calls import HOST_STAGES, CallDriver, CallFailed, CallRecord
 from ptxcore.gpu.harness.triton import TritonFiles, candidate_args
 from ptxcore.gpu.messages import (
     Channel,
@@ -293,8 +293,7 @@ def _driver(child: FakeChild, first: float | None, monkeypatch) -> CallDriver:
     d.records, d._last_perm, d._keep, d.l2_resets = [], {}, [], 0
     d.meter, d.clock, d._open_gap, d.trials = None, iter(range(0, 10**9, 1000)).__next__, None, []
     d.new_event = lambda: SimpleNamespace(elapsed_time=lambda other: 0.0)
-    d.host_s = {"harness_prepare": 0.0, "harness_call_roundtrip": 0.0, "harness_compare_queue": 0.0,
-                "child_call_wall": 0.0}
+    d.host_s = dict.fromkeys(HOST_STAGES, 0.0)
     return d
 
 

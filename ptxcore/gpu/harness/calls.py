@@ -40,6 +40,14 @@ log = logging.getLogger(__name__)
 
 _NO_CALL = object()  # no earlier call on this slot
 
+CALL_STAGES = ("harness_prepare", "harness_call_roundtrip", "harness_compare_queue")
+"""The host's loop around each call: staging its inputs, its request and reply, queueing its comparison."""
+HOST_STAGES = (*CALL_STAGES, "child_call_wall", "meter_start", "meter_stop", "gpu_monitor")
+"""The judge's own host-side times of a session, summed over its calls and trials (issue 27: where the timing
+stage's wall goes beside the kernels): staging a call's inputs, its request/reply, queueing its comparison, the
+child's own wall per call, the device meter's start (settle) and stop (settle, stop, decode) per trial, and the
+GPU monitor's snapshots around each trial."""
+
 
 @dataclass(frozen=True)
 class Tolerance:
@@ -125,9 +133,12 @@ class CallDriver:
         """Per trial, references that replace the workload state's for this session's later calls (a float64
         arbitration that found the library inexact: pipeline.arbitration)."""
         self._open_gap: tuple[CallRecord, torch.cuda.Event] | None = None  # (last call, event after its reply)
-        self.host_s = {"harness_prepare": 0.0, "harness_call_roundtrip": 0.0, "harness_compare_queue": 0.0,
-                       "child_call_wall": 0.0}
+        self.host_s = dict.fromkeys(HOST_STAGES, 0.0)
         self.l2_resets = 0
+
+    def add_host_s(self, stage: str, seconds: float) -> None:
+        """Add to one of the judge's own host-side times (HOST_STAGES), reported in the verdict's stage_seconds."""
+        self.host_s[stage] = self.host_s.get(stage, 0.0) + seconds
 
     def bind(self) -> None:
         outputs = [t.name for t in self.state.spec.outputs]
@@ -249,7 +260,9 @@ class CallDriver:
         meter = self.meter
         if meter is not None:
             self._sync_and_close_gap()
+            t0 = time.perf_counter()
             meter.start()
+            self.add_host_s("meter_start", time.perf_counter() - t0)
         calls, timed = [], []
         try:
             for i in range(warmup + iters):
@@ -263,7 +276,10 @@ class CallDriver:
             if meter is not None:
                 _stop_quietly(meter)
             raise
+        t0 = time.perf_counter()
         trace = meter.stop() if meter is not None else None
+        if meter is not None:
+            self.add_host_s("meter_stop", time.perf_counter() - t0)
         self.trials.append(MeteredTrial(trial, attempt, calls, trace))
         return timed
 
@@ -298,9 +314,13 @@ def measure_trials(proto: CallDriver, trials: int, warmup: int, iters: int, perm
     out = []
     for t in range(trials):
         for attempt in range(throttle_retries + 1):
+            t0 = time.perf_counter()
             before = monitor.snapshot()
+            t1 = time.perf_counter()
             recs = proto.timed_trial(t, warmup, iters, permute, attempt + 1)
+            t2 = time.perf_counter()
             after = monitor.snapshot()
+            proto.add_host_s("gpu_monitor", (t1 - t0) + (time.perf_counter() - t2))
             reasons = sorted(set(before.throttle_reasons) | set(after.throttle_reasons))
             if not reasons or attempt == throttle_retries:
                 break

@@ -30,6 +30,7 @@ from ptxcore.gpu.errors import InfraError
 from ptxcore.gpu.harness.audit import allowance_ns, audit_call, trial_audit
 from ptxcore.gpu.harness.buffers import SharedSlot
 from ptxcore.gpu.harness.calls import (
+    CALL_STAGES,
     CallDriver,
     CallFailed,
     CallRecord,
@@ -243,9 +244,15 @@ class CandidateSession:
             t0 = time.monotonic()
             _meter_call(self.meter.configure, interval)
             self.out.stage_seconds["meter_configure"] = time.monotonic() - t0
+        calls_before = sum(proto.host_s[k] for k in CALL_STAGES)
         timed = measure_trials(proto, p.trials, p.warmup, p.iters, p.permute, self.monitor, p.throttle_retries)
+        self.out.stage_seconds["timing_calls"] = sum(proto.host_s[k] for k in CALL_STAGES) - calls_before
+        t0 = time.monotonic()
         proto.collect()
+        t1 = time.monotonic()
         proto.fetch_timings()
+        self.out.stage_seconds["timed_collect"] = t1 - t0
+        self.out.stage_seconds["timed_fetch"] = time.monotonic() - t1
         t0 = time.monotonic()
         self.out.audit = self._audit(proto.trials)
         self.out.stage_seconds["meter_audit"] = time.monotonic() - t0
