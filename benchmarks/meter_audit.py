@@ -20,6 +20,10 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ptxcore.gpu.pipeline.judge import GpuJudge
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -114,7 +118,7 @@ def _table(rows: list[dict]) -> None:
               f"| {_fmt(_median([r['meter_s'] for r in on]), '.2f')} |")
 
 
-def _baselines(judge) -> None:  # noqa: ANN001 - GpuJudge
+def _baselines(judge: GpuJudge) -> None:
     print("\n| baseline (trusted) audit | trial | claimed ms | busy ms | claim/busy | tensor share |")
     print("|---|---|---|---|---|---|")
     from ptxcore.gpu.harness.store import read_verified

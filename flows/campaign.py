@@ -125,7 +125,7 @@ def _open_campaign(config: CampaignConfig, text: str, wh, tracker: MlflowTracker
     from importlib.metadata import PackageNotFoundError, version
 
     earlier = wh.campaign(config.id)
-    problem = same_campaign_problem(config.id, earlier.config_sha256 if earlier else None, text)
+    problem = same_campaign_problem(config.id, earlier, text)
     if problem:  # checked before the run too (preflight); here again, on the writer, against a concurrent start
         raise CampaignConfigError(problem)
     try:

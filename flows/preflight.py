@@ -12,7 +12,7 @@ from pathlib import Path
 from ptxcore.agent import CampaignConfig, CampaignConfigError
 from ptxcore.agent.preflight import PreflightReport, preflight
 from ptxcore.agent.replay import WAREHOUSE_PREFIX
-from ptxcore.schema import text_sha256
+from ptxcore.schema import CampaignRecord, text_sha256
 from ptxcore.warehouse import Warehouse, WarehouseError
 
 from .replay import REPLAY_WAREHOUSE_ENV
@@ -42,14 +42,15 @@ def check_warehouse_replays(config: CampaignConfig, own_warehouse: Path) -> None
 NEW_ID_HINT = "--campaign-id NEW"
 
 
-def same_campaign_problem(campaign_id: str, earlier_sha256: str | None, text: str,
+def same_campaign_problem(campaign_id: str, earlier: CampaignRecord | None, text: str,
                           new_id: str = NEW_ID_HINT) -> str | None:
-    """Why a run of `text` may not continue the recorded campaign `campaign_id` (None: it may)."""
-    if earlier_sha256 is None or earlier_sha256 == text_sha256(text):
+    """Why a run of `text` may not continue the recorded campaign `earlier` of id `campaign_id` (None: it may; a
+    recorded campaign without a configuration hash, imported data, is never continued)."""
+    if earlier is None or earlier.config_sha256 == text_sha256(text):
         return None
-    return (f"campaign_id {campaign_id!r} is already recorded with a different configuration (sha256 "
-            f"{earlier_sha256[:12] or 'none recorded'}, this file {text_sha256(text)[:12]}): resume it with the "
-            f"same file, or give this one another id ({new_id})")
+    recorded = earlier.config_sha256[:12] if earlier.config_sha256 is not None else "none recorded"
+    return (f"campaign_id {campaign_id!r} is already recorded with a different configuration (sha256 {recorded}, "
+            f"this file {text_sha256(text)[:12]}): resume it with the same file, or give this one another id ({new_id})")
 
 
 def check_same_campaign(config: CampaignConfig, text: str, own_warehouse: Path, new_id: str = NEW_ID_HINT) -> None:
@@ -62,7 +63,7 @@ def check_same_campaign(config: CampaignConfig, text: str, own_warehouse: Path, 
             earlier = wh.campaign(config.id)
     except WarehouseError as exc:
         raise CampaignConfigError(f"{own_warehouse}: {exc}") from exc
-    problem = same_campaign_problem(config.id, earlier.config_sha256 if earlier else None, text, new_id)
+    problem = same_campaign_problem(config.id, earlier, text, new_id)
     if problem:
         raise CampaignConfigError(problem)
 

@@ -20,7 +20,7 @@ from .campaign import (  # noqa: E402
 from .evaluation import fold_evaluation  # noqa: E402
 from .extraction import extract_kernel  # noqa: E402
 from .feedback import format_feedback  # noqa: E402
-from .loop import AgentState, MiniPTXAgent, PriorTurn, stop_rule  # noqa: E402
+from .loop import AgentState, MiniPTXAgent, PriorTurn, messages_for_turn, stop_rule  # noqa: E402
 from .plan import TrajectoryPlan, plan_campaign  # noqa: E402
 from .records import step_metrics, turn_record  # noqa: E402
 from .summary import CampaignSummary, HeadlineRow, headline_markdown, headline_rows  # noqa: E402
@@ -37,7 +37,7 @@ from .types import (  # noqa: E402
 )
 
 __all__ = [
-    "stop_rule",
+    "stop_rule", "messages_for_turn",
     "CampaignConfig", "CampaignConfigError", "ModelSpec", "apply_overrides", "check_campaign_id", "load_campaign",
     "parse_campaign", "fold_evaluation",
     "extract_kernel", "format_feedback", "AgentState", "MiniPTXAgent", "PriorTurn", "TrajectoryPlan",

@@ -97,6 +97,12 @@ def stop_rule(turns: Sequence[PriorTurn], config: AgentConfig) -> StopReason | N
     return None
 
 
+def messages_for_turn(state: AgentState, config: AgentConfig) -> list[dict[str, str]]:
+    """The messages of the next model call after `state` (the first messages and the kept turns, as the context
+    policy keeps them): a pure rule, like stop_rule, for callers that hold no model client (the environment)."""
+    return messages_for_call(state.system, state.user, state.pairs, config.context_policy)
+
+
 class MiniPTXAgent:
     """Runs (or resumes) one trajectory."""
 
@@ -108,7 +114,7 @@ class MiniPTXAgent:
         self.augmenter = augmenter
 
     def next_messages(self, state: AgentState) -> list[dict[str, str]]:
-        return messages_for_call(state.system, state.user, state.pairs, self.config.context_policy)
+        return messages_for_turn(state, self.config)
 
     def would_overflow(self, messages: list[dict[str, str]]) -> bool:
         window = self.llm.context_window_tokens()

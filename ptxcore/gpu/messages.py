@@ -129,6 +129,12 @@ def new_nonce() -> str:
 
 @dataclass(frozen=True)
 class ChildRequest:
+    """One request of the judge. `args` stay a dict (their keys per op on ChildOp; issue 32, weighed and kept): the
+    judge writes them and our child harness reads them, both sides our own code, changed together. What comes
+    back from the candidate's process is where a forged or malformed payload can come from, so that is typed and
+    checked: CallReply, TimingsReply and TimingRow here, the Triton launch report reduced to well-typed fields
+    (pipeline.session._launch_report)."""
+
     op: ChildOp
     seq: int
     args: dict[str, Any] = field(default_factory=dict)

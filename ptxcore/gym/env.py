@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ptxcore.agent.campaign import ModelSpec
-from ptxcore.agent.loop import AgentState, MiniPTXAgent, PriorTurn, stop_rule
+from ptxcore.agent.loop import AgentState, MiniPTXAgent, PriorTurn, messages_for_turn, stop_rule
 from ptxcore.agent.plan import TrajectoryPlan
 from ptxcore.agent.records import now_iso, turn_record
 from ptxcore.agent.types import CallContext, Evaluator, LLMReply
@@ -129,7 +129,7 @@ class KernelEnv:
             trajectory_id=f"{model.name}/{spec.arch}/{spec.prompt_variant}/{spec.problem}/{index}")
 
     def _messages(self, state: AgentState) -> list[Message]:
-        return MiniPTXAgent(_Completion("", LLMUsage(), "", ""), self.evaluator, self._config).next_messages(state)
+        return messages_for_turn(state, self._config)
 
     def call_context(self) -> CallContext:
         """Who the policy's next call is for (problem, arch, variant, episode index, turn), as the agent passes it."""

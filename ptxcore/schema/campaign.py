@@ -38,8 +38,8 @@ class CampaignRecord(FrozenModel):
     """Human name."""
     config_yaml: str = ""
     """The campaign file as run."""
-    config_sha256: str = ""
-    """Hash of config_yaml."""
+    config_sha256: str | None = None
+    """Hash of config_yaml (None: not recorded, e.g. imported data)."""
     created_at: str | None = None
     """ISO-8601 time of the first run (None: not recorded, e.g. imported data)."""
     ptxbench_version: str | None = None
@@ -48,7 +48,8 @@ class CampaignRecord(FrozenModel):
     """Source revision (None: not a git checkout, or git is missing)."""
 
     # rows written before these were optional stored "" for "unknown"
-    _unknown = field_validator("created_at", "ptxbench_version", "git_commit", mode="before")(empty_to_none)
+    _unknown = field_validator("config_sha256", "created_at", "ptxbench_version", "git_commit",
+                               mode="before")(empty_to_none)
 
 
 class TrajectoryRecord(FrozenModel):

@@ -7,10 +7,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 
 @contextmanager
-def serving(app) -> Iterator[str]:  # noqa: ANN001 - a FastAPI app
+def serving(app: FastAPI) -> Iterator[str]:
     """Serve `app` on 127.0.0.1:<free port> until the block ends; yields its base URL."""
     import uvicorn
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from ptxcore.agent import AgentConfig, CallContext, ContextPolicy, MiniPTXAgent, PriorTurn
+from ptxcore.agent import (
+    AgentConfig,
+    AgentState,
+    CallContext,
+    ContextPolicy,
+    MiniPTXAgent,
+    PriorTurn,
+    messages_for_turn,
+)
 from ptxcore.schema import EvaluationStatus, StopReason
 
 from .fakes import FakeEvaluator, FakeLLM, failed, kernel_answer, passed
@@ -142,3 +150,17 @@ def test_each_context_policy_shapes_the_third_call(policy):
         joined = third[1]["content"]
         assert joined.startswith("TASK\n\n") and fb0 in joined and fb1 in joined and "kernel a" in joined
         assert "assistant" not in joined
+
+
+@pytest.mark.parametrize("policy", list(ContextPolicy))
+def test_messages_for_turn_is_what_the_agent_sends(policy):
+    """The pure rule (the environment's observation, no model client) gives each call's messages exactly."""
+    llm = FakeLLM([kernel_answer("a"), kernel_answer("b"), kernel_answer("c")])
+    result = run(llm, FakeEvaluator([failed()]), max_turns=3, context_policy=policy)
+    config = AgentConfig(max_turns=3, context_policy=policy)
+    state = AgentState(system="SYSTEM", user="TASK")
+    for k, outcome in enumerate(result.outcomes):
+        assert messages_for_turn(state, config) == llm.calls[k][0]
+        state = state.with_turn(PriorTurn(response_text=outcome.reply.text, feedback=outcome.feedback,
+                                          status=outcome.evaluation.status))
+    assert len(llm.calls) == 3

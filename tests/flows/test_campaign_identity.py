@@ -9,7 +9,9 @@ from typer.testing import CliRunner
 
 from flows.campaign import campaign_flow
 from flows.cli.main import app
+from flows.preflight import same_campaign_problem
 from ptxcore.agent import CampaignConfigError
+from ptxcore.schema import CampaignRecord, text_sha256
 from ptxcore.warehouse import Warehouse
 
 from .conftest import write_config
@@ -45,3 +47,19 @@ def test_a_different_file_with_the_same_id_is_refused_and_the_same_file_resumes(
     again = campaign_flow(config_path=str(first), **run)  # the same file resumes: nothing to do, nothing changed
     assert again.errors == [] and again.turns_this_run == 0 and again.turns_recorded == 1
     assert state(db) == before
+
+
+def test_a_campaign_recorded_without_a_configuration_hash_is_not_continued():
+    """Imported data records no configuration (config_sha256 None, also when stored as ""): a run under its id is
+    refused, naming that none was recorded; the same file, or no earlier campaign, may run."""
+    text = "id: same\n"
+    for stored in (None, ""):
+        imported = CampaignRecord(campaign_id="same", name="same", config_sha256=stored)
+        assert imported.config_sha256 is None
+        problem = same_campaign_problem("same", imported, text)
+        assert problem is not None and "(sha256 none recorded, this file " in problem and "--campaign-id NEW" in problem
+    recorded = CampaignRecord(campaign_id="same", config_yaml=text, config_sha256=text_sha256(text))
+    assert same_campaign_problem("same", recorded, text) is None
+    assert same_campaign_problem("same", None, text) is None
+    problem = same_campaign_problem("same", recorded, "id: same\nturns: 2\n")
+    assert problem is not None and f"(sha256 {text_sha256(text)[:12]}, this file " in problem

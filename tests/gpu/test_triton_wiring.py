@@ -475,3 +475,16 @@ def test_a_rejected_triton_kernel_never_reaches_a_child(fake_gpu_judge):
     j, seen = fake_gpu_judge
     r = j.judge((CONTROLS / "06_escape_frame_globals.py").read_text(), get_problem(GEMM), HOPPER, language="triton")
     assert r.status is EvaluationStatus.REJECTED and "[reflection]" in r.reason and "plan" not in seen
+
+
+@pytest.mark.parametrize("entry", ["judge", "sanitize_only", "profile_only"])
+def test_every_entry_point_takes_the_port_arguments_to_the_build(fake_gpu_judge, entry):
+    """The three entry points share one preamble (lock, build, the early verdict of a kernel that did not build)."""
+    from ptxcore.problems import get_problem
+
+    j, seen = fake_gpu_judge
+    source = (CONTROLS / "06_escape_frame_globals.py").read_text()
+    uuid = get_problem(GEMM).workloads[-1].uuid
+    r = getattr(j, entry)(source, get_problem(GEMM), HOPPER, compiled=None, workload_uuid=uuid, language="triton")
+    assert r.status is EvaluationStatus.REJECTED and "[reflection]" in r.reason and "plan" not in seen
+    assert (r.definition, r.workload_uuid, r.arch) == (GEMM, uuid, HOPPER.key) and r.compile.flags == ["triton"]

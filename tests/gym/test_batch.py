@@ -19,18 +19,22 @@ from ptxcore.schema import (
     TargetInstruction,
     TargetInstructionEvidence,
 )
+from tests.waiting import wait_for
 
 from .fakes import MemoryRecorder, kernel_answer, make_env
 
 
 class SlowEvaluator:
-    """Sleeps `delay_s` per kernel whose source names `slow`; raises InfraFailure for `infra`."""
+    """Sleeps `delay_s` per kernel whose source names `sleepy` (`started` is set as it begins); raises InfraFailure
+    for `infra`."""
 
     def __init__(self, inner, delay_s: float) -> None:
         self.inner, self.delay_s = inner, delay_s
+        self.started = threading.Event()
 
     def evaluate(self, source, context):
         if "sleepy" in source:
+            self.started.set()
             time.sleep(self.delay_s)
         if "infra" in source:
             raise InfraFailure(JudgeResult(status=EvaluationStatus.INFRA_ERROR, reason="driver hiccup",
@@ -73,14 +77,28 @@ def test_steps_run_concurrently():
 
 
 def test_timeout_abandons_the_environment():
+    from ptxcore.gym import EnvStateError
+
     recorder = MemoryRecorder()
     slow, quick = envs(2, delay_s=1.0, recorder=recorder)
+    late: list[BaseException] = []
+    step = slow.step
+
+    def watched(completion, *args, **kwargs):
+        try:
+            return step(completion, *args, **kwargs)
+        except EnvStateError as exc:
+            late.append(exc)
+            raise
+
+    slow.step = watched
     with EnvPool(max_in_flight=2, step_timeout_s=0.2) as pool:
         out = pool.step_many([(slow, kernel_answer("sleepy")), (quick, kernel_answer("fast"))])
     assert isinstance(out[0], StepFailure) and out[0].kind is FailureKind.TIMEOUT
     assert isinstance(out[1], StepResult)
     assert recorder.episodes[slow.trajectory_id].stop_reason is StopReason.ERROR
-    time.sleep(1.0)  # the abandoned step finishes late: its result is dropped, nothing recorded for it
+    wait_for(lambda: late, 20, "the abandoned step to finish")  # late: its result is dropped, nothing recorded
+    assert "abandoned while it ran" in str(late[0])
     assert [s.trajectory_id for s in recorder.steps] == [quick.trajectory_id]
 
 
@@ -176,7 +194,7 @@ def test_a_second_step_while_one_runs_is_refused():
     first: list = []
     runner = threading.Thread(target=lambda: first.append(env.step(kernel_answer("sleepy"))))
     runner.start()
-    time.sleep(0.1)
+    assert env.evaluator.started.wait(20), "the first step never reached its judgement"
     with pytest.raises(EnvStateError, match="in flight"):
         env.step(kernel_answer("fast"))
     runner.join()

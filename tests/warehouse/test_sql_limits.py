@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from flows.cli.main import app
 from ptxcore.warehouse import Warehouse, WarehouseError
 from ptxcore.warehouse.usersql import run_user_query
+from tests.waiting import wait_for
 
 runner = CliRunner()
 CROSS_JOIN = "SELECT count(*) FROM range(100000000) a, range(100000000) b"
@@ -34,6 +35,31 @@ def db(tmp_path) -> Path:
     with Warehouse(path):
         pass
     return path
+
+
+def _has_open(pid: int, path: Path) -> bool:
+    """Process `pid` has `path` open (one of its /proc/PID/fd links names it)."""
+    want, fds = os.path.realpath(path), Path(f"/proc/{pid}/fd")
+    try:
+        names = list(fds.iterdir())
+    except OSError:
+        return False
+    for fd in names:
+        try:
+            if os.readlink(fd) == want:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process `pid`, all its threads (/proc/PID/stat fields 14 and 15)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def one_line_error(r, code: int = 2) -> str:
@@ -77,7 +103,11 @@ def test_ctrl_c_is_one_line_and_exit_130(db):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.Popen([sys.executable, "-c", "from flows.cli.main import app; app()", "sql", CROSS_JOIN, "--db", str(db)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(15)  # imports (seconds on a loaded 2-core machine) and the statement under way
+    # the statement under way: the warehouse is open (imports done), then the cross join burns CPU time
+    wait_for(lambda: proc.poll() is not None or _has_open(proc.pid, db), 90, "the warehouse opened by the command")
+    start = _cpu_s(proc.pid)
+    wait_for(lambda: proc.poll() is not None or _cpu_s(proc.pid) - start >= 1.0, 60, "the statement running")
+    assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)

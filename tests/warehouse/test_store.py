@@ -72,11 +72,12 @@ def test_campaign_and_trajectory_round_trip(wh):
 
 def test_campaign_rows_stored_with_empty_strings_read_as_unknown(wh):
     """Warehouses written before these fields were optional hold "" for an unknown commit, version or time."""
-    old = {**campaign().model_dump(mode="json"), "git_commit": "", "ptxbench_version": "", "created_at": ""}
+    old = {**campaign().model_dump(mode="json"), "git_commit": "", "ptxbench_version": "", "created_at": "",
+           "config_sha256": ""}
     wh.upsert_rows("campaigns", [old])
     wh.upsert_rows("trajectories", [{**trajectory().model_dump(mode="json"), "started_at": "", "finished_at": ""}])
     back = wh.campaign("c1")
-    assert (back.git_commit, back.ptxbench_version, back.created_at) == (None, None, None)
+    assert (back.git_commit, back.ptxbench_version, back.created_at, back.config_sha256) == (None, None, None, None)
     (t,) = wh.trajectories("c1")
     assert (t.started_at, t.finished_at) == (None, None)
     kept = {**old, "git_commit": "cbc38f0", "created_at": "2026-12-01T09:40:00+00:00"}

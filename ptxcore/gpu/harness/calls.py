@@ -111,7 +111,7 @@ class MeteredTrial:
 class CallDriver:
     """Drives one child (candidate or baseline) through the calls of one judgement."""
 
-    def __init__(self, child: ChildProcess, state: WorkloadState, slots: list, tol: Tolerance,
+    def __init__(self, child: ChildProcess, state: WorkloadState, slots: list[SharedSlot], tol: Tolerance,
                  flusher: L2Flusher, call_timeout_s: float, capacity: int,
                  first_call_timeout_s: float | None = None, meter: DeviceMeter | None = None) -> None:
         """`first_call_timeout_s`: the deadline of the session's first call when it differs (a Triton

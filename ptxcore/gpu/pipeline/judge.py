@@ -204,10 +204,11 @@ class GpuJudge:
                         compiled.result.source_sha256[:12])
         return compile_candidate(source, BuildOptions(arch, timeout_s=self.config.build_timeout_s), self.compile_cache)
 
-    def _built(self, source: str, problem: Problem, arch: Architecture, workload_uuid: str | None,
-               compiled: CompiledCandidate | None, language: Language | str = Language.CUDA,
+    def _built(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None,
+               workload_uuid: str | None, language: Language | str,
                ) -> tuple[ResultBuilder, CompiledCandidate | None, JudgeResult | None]:
-        """(builder, build, early result): the early result is the verdict of a kernel that did not build."""
+        """(builder, build, early result): the early result is the verdict of a kernel that did not build. The
+        entry points' preamble (under the judge's lock), its arguments by keyword in the judge port's order."""
         if not gpu_available():
             raise NoGPUError("no NVIDIA GPU is available on this machine")
         r = ResultBuilder(problem.name, problem.workload(workload_uuid).uuid, arch.key)
@@ -225,7 +226,8 @@ class GpuJudge:
     def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
               workload_uuid: str | None = None, language: Language | str = Language.CUDA) -> JudgeResult:
         with self._lock:
-            r, built, early = self._built(source, problem, arch, workload_uuid, compiled, language)
+            r, built, early = self._built(source, problem, arch, compiled=compiled, workload_uuid=workload_uuid,
+                                           language=language)
             if early is not None:
                 return early
             stages = self._judge_triton if Language(language) is Language.TRITON else self._judge_built
@@ -339,7 +341,8 @@ class GpuJudge:
                       language: Language | str = Language.CUDA) -> JudgeResult:
         """The memcheck gate alone: SANITIZE_CLEAN, or the verdict memcheck reached."""
         with self._lock:
-            r, built, early = self._built(source, problem, arch, workload_uuid, compiled, language)
+            r, built, early = self._built(source, problem, arch, compiled=compiled, workload_uuid=workload_uuid,
+                                           language=language)
             if early is not None:
                 return early
             if Language(language) is Language.TRITON:
@@ -355,7 +358,8 @@ class GpuJudge:
                      language: Language | str = Language.CUDA) -> JudgeResult:
         """The target-instruction check alone (ncu failure: unknown): PROFILED."""
         with self._lock:
-            r, built, early = self._built(source, problem, arch, workload_uuid, compiled, language)
+            r, built, early = self._built(source, problem, arch, compiled=compiled, workload_uuid=workload_uuid,
+                                           language=language)
             if early is not None:
                 return early
             if Language(language) is Language.TRITON:
