@@ -321,3 +321,33 @@ def test_a_profiled_kernel_set_other_than_the_timed_one_fails_the_judgement(monk
     rec.timing = CallTiming(5, 750_000, 1, 1, (), ("_Z8gemm_tmav",))
     assert judge._counted_is_timed(plan, out, ev, get_architecture("hopper")) is None
     assert JudgeConfig().meter is True  # the audit runs unless configured off
+
+
+def test_the_timing_stage_reports_its_parts(monkeypatch):
+    """Issue 27: the session's timing stage names where its wall goes (the calls' host loop, reading the
+    comparisons and the CUPTI records) beside the driver's own per-call and per-trial times."""
+    import ptxcore.gpu.pipeline.session as session_module
+    from ptxcore.gpu.harness.calls import HOST_STAGES
+
+    s = _session(SessionMode.BASELINE, None)
+    host = dict.fromkeys(HOST_STAGES, 0.0)
+    host["harness_prepare"] = 1.0  # spent in the correctness calls, before the timing stage
+
+    def trials(proto, *args):
+        proto.host_s["harness_call_roundtrip"] += 0.5
+        proto.host_s["harness_prepare"] += 0.25
+        return [(SimpleNamespace(trial=0), [])]
+
+    def collect():
+        time.sleep(0.05)
+
+    def fetch():
+        time.sleep(0.1)
+
+    proto = SimpleNamespace(host_s=host, collect=collect, fetch_timings=fetch, trials=[], records=[])
+    monkeypatch.setattr(session_module, "measure_trials", trials)
+    monkeypatch.setattr(session_module, "finish_trials", lambda timed: (1.0, []))
+    assert s._timing(SimpleNamespace(), proto) is None
+    st = s.out.stage_seconds
+    assert st["timing_calls"] == pytest.approx(0.75)  # only the timing stage's share of the host loop
+    assert 0.05 <= st["timed_collect"] < 0.1 <= st["timed_fetch"]
