@@ -276,9 +276,10 @@ class CallDriver:
             if meter is not None:
                 _stop_quietly(meter)
             raise
-        t0 = time.perf_counter()
-        trace = meter.stop() if meter is not None else None
+        trace = None
         if meter is not None:
+            t0 = time.perf_counter()
+            trace = meter.stop()
             self.add_host_s("meter_stop", time.perf_counter() - t0)
         self.trials.append(MeteredTrial(trial, attempt, calls, trace))
         return timed
