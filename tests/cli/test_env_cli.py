@@ -48,12 +48,15 @@ def test_demo_plays_recorded_episodes_and_prints_returns(tmp_path, monkeypatch, 
     result = invoke("env", "demo", "--problems", "gemm_n7168_k5120", "--warehouse", str(wh),
                     "--mlflow-uri", f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert result.exit_code == 0, result.output
-    assert "return 1.100" in result.output and "COMPILE_ERROR RUNTIME_ERROR INCORRECT_NUMERICAL PASSED PASSED" in \
+    # 0 + 0.1 + 0.1 + (0.1 + 0.3) + (0.1 + 0.3 + 0.1 executed + 0.2 carries: the TMA + wgmma turn's recorded
+    # H200 counts give work share 1.0) = 1.3; its 0.906x earns no speedup stage
+    assert "return 1.300" in result.output and "COMPILE_ERROR RUNTIME_ERROR INCORRECT_NUMERICAL PASSED PASSED" in \
         result.output
     from ptxcore.warehouse import Warehouse
 
     with Warehouse(wh, read_only=True) as w:
         assert w.sql("SELECT count(*) FROM env_steps")[1] == [(5,)]
+        assert w.sql("SELECT reward_target FROM env_steps ORDER BY turn")[1] == [(0.0,)] * 4 + [(pytest.approx(0.3),)]
         assert w.sql("SELECT count(*) FROM turns t JOIN evaluations e USING (campaign_id, trajectory_id, turn) "
                      "WHERE json_extract_string(e.raw_json, '$.recorded.gpu_name') = 'NVIDIA H200'")[1] == [(4,)]  # every compiled turn: an H200 judged it
 
