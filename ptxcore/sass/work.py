@@ -191,8 +191,9 @@ def evidence_work(ev: TargetInstructionEvidence, problem_flops: int, problem_min
 
 
 @dataclass(frozen=True)
-class _RawRow:
-    """A row of the evidence's `raw_rows` (ncu's SASS text and counters) as an ExecutedRow."""
+class SassRow:
+    """One SASS line with ncu's two counters (an ExecutedRow): a row of the evidence's `raw_rows`, and the base of
+    the counting run's parsed rows (ptxcore.gpu.harness.ncu.NcuRow)."""
 
     text: str
     inst_executed: int
@@ -215,5 +216,5 @@ def ops_from_raw_rows(raw_rows: list[dict], arch: Architecture) -> list[TargetOp
         text, inst, thread = r.get("sass"), r.get("inst_executed"), r.get("thread_inst_executed_true")
         if not isinstance(text, str) or not isinstance(inst, int) or not isinstance(thread, int) or min(inst, thread) < 0:
             return None
-        rows.append(_RawRow(text, inst, thread))
+        rows.append(SassRow(text, inst, thread))
     return target_ops(rows, arch)

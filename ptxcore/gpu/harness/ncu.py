@@ -31,7 +31,7 @@ from ptxcore.gpu.child.standalone import NVTX_RANGE
 from ptxcore.gpu.harness.triton import TritonFiles, candidate_args
 from ptxcore.sandbox import SandboxStatus, SandboxUnavailableError
 from ptxcore.sass.tools import find_tool
-from ptxcore.sass.work import RAW_ROW_CAP, sass_opcode, target_ops
+from ptxcore.sass.work import RAW_ROW_CAP, SassRow, target_ops
 from ptxcore.schema import (
     ProfiledKernel,
     ProfileOutcome,
@@ -56,16 +56,11 @@ tells a candidate nothing. ncu replays the whole application per pass; the draw 
 
 
 @dataclass(frozen=True)
-class NcuRow:
+class NcuRow(SassRow):
+    """A SASS row of ncu's source page, with the kernel it belongs to and its address."""
+
     function: str
     address: str
-    text: str
-    inst_executed: int
-    thread_inst_executed_true: int
-
-    @property
-    def opcode(self) -> str:
-        return sass_opcode(self.text)
 
 
 @dataclass(frozen=True)
@@ -111,8 +106,9 @@ def parse_source_page(text: str) -> tuple[list[NcuRow], list[str]]:
             continue
         m = _ROW.match(line)
         if m:
-            rows.append(NcuRow(function, m.group(1), m.group(2).strip(),
-                               int(m.group(3).replace(",", "")), int(m.group(4).replace(",", ""))))
+            rows.append(NcuRow(text=m.group(2).strip(), inst_executed=int(m.group(3).replace(",", "")),
+                               thread_inst_executed_true=int(m.group(4).replace(",", "")), function=function,
+                               address=m.group(1)))
     return rows, kernels
 
 
