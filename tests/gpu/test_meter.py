@@ -285,6 +285,55 @@ def test_the_gpu_monitors_snapshots_are_reported_per_trial(monkeypatch):
     assert len(out) == 1 and d.host_s["gpu_monitor"] >= 0.02  # a snapshot before and after the trial
 
 
+class TracesMeter(FakeMeter):
+    """A meter whose trials' traces are given in order (the last repeats)."""
+
+    def __init__(self, traces: list[MeterTrace]) -> None:
+        super().__init__(trace=traces[0])
+        self.traces = traces
+
+    def stop(self) -> MeterTrace:
+        self.events.append("stop")
+        return self.traces.pop(0) if len(self.traces) > 1 else self.traces[0]
+
+
+def _steady():
+    return SimpleNamespace(snapshot=lambda: SimpleNamespace(throttle_reasons=[], sm_clock_mhz=1980, temperature_c=40))
+
+
+def test_a_trial_the_meter_did_not_cover_is_run_again_and_only_its_last_run_counts(monkeypatch):
+    """Seen on the H200: a trial of an honest kernel whose samples had a hole over the timed range. The trial is
+    repeated; the covered rerun gives the timings and is the one audited."""
+    from ptxcore.gpu.harness.calls import measure_trials
+    from ptxcore.gpu.harness.meter import MeterDecode
+
+    holed = MeterTrace((MeterSample(10**8, 10**8, 0.0),), 10 * US, MeterDecode(9, 9, 1, 0.25, 0.5))  # one sample, after the calls
+    covered = _trace([], 0, 10**7)
+    d, Reply = _driver([], monkeypatch, TracesMeter([holed, covered]))
+    d.child.request = lambda op, args, what, timeout_s: Reply(True, 1, "n", {"wall_ns": 7, "l2_reset": False})
+    out = measure_trials(d, 1, 0, 2, False, _steady(), 0)
+    assert [(r.trial, r.attempt) for r in d.trials] == [(0, 1), (0, 2)]
+    assert (d.host_s["meter_decode"], d.host_s["meter_evaluate"]) == (0.25, 0.5)  # the holed run's decode, timed
+    assert "CUPTI decoded 1 completed of 9 populated" in d.trials[0].uncovered() and d.trials[1].uncovered() is None
+    timing, recs = out[0]
+    assert timing.attempts == 2 and recs == [r for r in d.trials[1].records if r.phase == "timed"]
+    for rec in recs:
+        rec.timing = CallTiming(rec.tag, 500, 1, 1, ())
+    audit = _session(SessionMode.FFI, FakeMeter(trace=covered))._audit(d.trials)
+    assert [(t.trial, t.attempt) for t in audit.trials] == [(0, 2)]
+
+
+def test_a_trial_the_meter_never_covers_is_infra_after_its_repeats(monkeypatch):
+    from ptxcore.gpu.harness.calls import METER_REPEATS, measure_trials
+
+    d, Reply = _driver([], monkeypatch, TracesMeter([MeterTrace((), 10 * US)]))
+    d.child.request = lambda op, args, what, timeout_s: Reply(True, 1, "n", {"wall_ns": 7, "l2_reset": False})
+    measure_trials(d, 1, 0, 1, False, _steady(), 0)
+    assert len(d.trials) == METER_REPEATS + 1
+    with pytest.raises(InfraError, match=rf"did not cover trial 0 \({METER_REPEATS + 1} runs\): the meter recorded no"):
+        _session(SessionMode.FFI, FakeMeter())._audit(d.trials)
+
+
 def test_a_failed_call_stops_the_meter_and_the_failure_is_the_outcome(monkeypatch):
     from ptxcore.gpu.harness.calls import CallFailed
 

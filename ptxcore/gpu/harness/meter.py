@@ -61,12 +61,30 @@ class MeterSample:
 
 
 @dataclass(frozen=True)
+class MeterDecode:
+    """One trial's decode: CUPTI's sample counts (slots in the counter image, populated, completed: the ones
+    read) and the host seconds of decoding the hardware buffer and of evaluating the samples' metrics (issue 27:
+    the meter's stop was 2.0 s of the GEMM's 3.0 s timing stage on the H200, its split unmeasured)."""
+
+    total: int
+    populated: int
+    completed: int
+    decode_s: float = 0.0
+    evaluate_s: float = 0.0
+
+    def __str__(self) -> str:
+        return f"CUPTI decoded {self.completed} completed of {self.populated} populated, {self.total} total samples"
+
+
+@dataclass(frozen=True)
 class MeterTrace:
     """The samples of one measured span, sorted by start. Busy time of a range spreads each sample's busy time
     uniformly over its interval (an error of at most one interval's busy time at each end of a range)."""
 
     samples: tuple[MeterSample, ...]
     interval_ns: int
+    decoded: MeterDecode | None = None
+    """What CUPTI's decode reported for the trial (None: not known, e.g. a trace built in a test)."""
     _starts: list[int] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -98,6 +116,12 @@ class MeterTrace:
         """Why [lo, hi] is not measured (the samples start after it or end before it by more than two intervals,
         the error the audit's allowance already takes, or a hole of more than three intervals inside it), None
         when it is."""
+        why = self._gap(lo, hi)
+        if why is None:
+            return None
+        return f"{why} ({self.decoded})" if self.decoded is not None else why
+
+    def _gap(self, lo: int, hi: int) -> str | None:
         if not self.samples:
             return "the meter recorded no samples"
         edge = 2 * self.interval_ns
@@ -195,11 +219,16 @@ class PmSamplingMeter:
         col.stop()
         span_s = time.monotonic() - self._started_at
         max_samples = int(span_s * 1e9 / self.interval_ns * 1.25) + 2_000
+        t0 = time.perf_counter()
         try:
             data = col.decode(max_samples=max_samples)
         except Exception as exc:  # noqa: BLE001 - overflow or a decode failure: nothing measured
             raise MeterError(f"PM sampling decode failed: {type(exc).__name__}: {exc}") from exc
-        return MeterTrace(tuple(_samples(data, self.metrics)), self.interval_ns)
+        t1 = time.perf_counter()
+        samples = tuple(_samples(data, self.metrics))
+        decoded = MeterDecode(int(data.num_total_samples), int(data.num_populated_samples),
+                              int(data.num_completed_samples), t1 - t0, time.perf_counter() - t1)
+        return MeterTrace(samples, self.interval_ns, decoded)
 
     def close(self) -> None:
         if self._collector is not None:

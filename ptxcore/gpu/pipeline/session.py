@@ -31,6 +31,7 @@ from ptxcore.gpu.harness.audit import allowance_ns, audit_call, trial_audit
 from ptxcore.gpu.harness.buffers import SharedSlot
 from ptxcore.gpu.harness.calls import (
     CALL_STAGES,
+    METER_REPEATS,
     CallDriver,
     CallFailed,
     CallRecord,
@@ -179,8 +180,8 @@ class CandidateSession:
                               self.plan.startup_timeout_s)
         if not reply.ok:
             raise CallFailed(CallRecord(None, "load", 0, None), reply.error or "load failed", reply.fault)
-        capacity = 2 * len(self.state.spec.outputs) * (
-            self.plan.trials * (1 + (self.plan.warmup + self.plan.iters) * (self.plan.throttle_retries + 1)))
+        runs = self.plan.throttle_retries + METER_REPEATS + 1
+        capacity = 2 * len(self.state.spec.outputs) * (self.plan.trials * (1 + (self.plan.warmup + self.plan.iters) * runs))
         first = self.plan.startup_timeout_s if self.plan.mode is SessionMode.TRITON else None
         proto = CallDriver(child, self.state, slots, self.plan.tol, self.flusher, self.plan.call_timeout_s, capacity,
                            first_call_timeout_s=first, meter=self.meter)
@@ -270,15 +271,17 @@ class CandidateSession:
         interval = getattr(meter, "interval_ns", 0) if meter is not None else 0
         allowance_ms = (allowance_ns(interval) / 1e6 if meter is not None else 0.0) + self.plan.allowance_extra_us / 1e3
         trials: list[TrialAudit] = []
+        last = {run.trial: run.attempt for run in runs}
         for run in runs:
             timed = [r for r in run.records if r.phase == "timed" and r.window is not None]
             if not timed:
                 continue
-            if run.trace is not None:
-                why = run.trace.uncovered(timed[0].window.sent_ns, timed[-1].window.gap_end_ns
-                                          or timed[-1].window.replied_ns)
-                if why is not None:
-                    raise InfraError(f"the judge's device meter did not cover trial {run.trial}: {why}")
+            why = run.uncovered()
+            if why is not None and run.attempt < last[run.trial]:
+                continue  # repeated (measure_trials): only the trial's last run gives timings
+            if why is not None:
+                raise InfraError(f"the judge's device meter did not cover trial {run.trial} "
+                                 f"({run.attempt} runs): {why}")
             calls = [audit_call(r.tag, r.timing.span_ns if r.timing else 0, r.window, run.trace) for r in timed]
             trials.append(trial_audit(run.trial, run.attempt, calls))
         if meter is None:
