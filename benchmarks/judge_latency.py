@@ -47,6 +47,9 @@ TIMING_PARTS = ("meter_configure", "meter_start", "meter_stop", "gpu_monitor", "
 configuration, its start (settle) and stop (settle, stop, decode) per trial, the GPU monitor's snapshots, the
 host's loop around the warm-up and timed calls, reading their comparisons and CUPTI records, and the audit;
 `rest` is the timing stage minus these."""
+STOP_PARTS = ("meter_decode", "meter_evaluate")
+"""The meter's stop, by part (ptxcore.gpu.harness.meter.MeterDecode): decoding the hardware buffer, evaluating
+the samples' metrics; `other` is the stop minus these (settling, stopping)."""
 
 
 def variants(source: str, arm: str, n: int) -> list[str]:
@@ -131,6 +134,13 @@ def report(results: list[dict]) -> str:
         rest = timing - sum(v or 0.0 for v in parts) if timing is not None else None
         split.append([a["arm"], *[v if v is not None else "-" for v in parts], rest if rest is not None else "-"])
     lines.append(table(["arm", *TIMING_PARTS, "rest"], split))
+    stops = []
+    for a in results:
+        stop, parts = med(a["latency"], "meter_stop"), [med(a["latency"], k) for k in STOP_PARTS]
+        if stop is not None and all(v is not None for v in parts):
+            stops.append([a["arm"], stop, *parts, stop - sum(parts)])
+    if stops:
+        lines += ["", "the meter's stop, by part (median s):", table(["arm", "meter_stop", *STOP_PARTS, "other"], stops)]
     if len(results) == 2 and results[0]["latency"] and results[1]["latency"]:
         b, n = (statistics.median(r["wall_s"] for r in a["latency"]) for a in results)
         lines.append(f"new-candidate wall, {results[1]['arm']} / {results[0]['arm']}: {n / b:.3f}")
