@@ -24,15 +24,38 @@ def _fmt(x: float | None, spec: str) -> str:
     return format(x, spec) if x is not None else "–"
 
 
+def load_envelope(path: Path) -> dict | str:
+    """The envelope at `path`, or why there is none to read ("no result", or an empty or unreadable file: an
+    eval cut off by its stage's time limit leaves an empty one)."""
+    if not path.is_file():
+        return "no result"
+    text = path.read_text()
+    if not text.strip():
+        return "no envelope (empty file: the eval was cut off)"
+    try:
+        envelope = json.loads(text)
+    except json.JSONDecodeError:
+        return "no envelope (not JSON)"
+    return envelope if isinstance(envelope, dict) and "status" in envelope else "no envelope (not a verdict)"
+
+
+def _work(tgt: dict) -> str:
+    """The target path's share of the problem's FLOPs and whether it carries the work (issue 25)."""
+    work = tgt.get("work")
+    if not work:
+        return "–"
+    share = work.get("flops_share")
+    return f"{_fmt(share, '.2f')} ({work.get('carries', '?')})"
+
+
 def library_rows(out: Path) -> list[list[str]]:
     rows = []
     for kernel in sorted(SOLUTIONS.glob("*/*.cu")):
         problem, name = kernel.parent.name, kernel.stem
-        path = out / f"{problem}__{name}.json"
-        if not path.is_file():
-            rows.append([problem, f"`{name}.cu`", "no result", "–", "–", "–", "–", "–"])
+        r = load_envelope(out / f"{problem}__{name}.json")
+        if isinstance(r, str):
+            rows.append([problem, f"`{name}.cu`", r, "–", "–", "–", "–", "–", "–"])
             continue
-        r = json.loads(path.read_text())
         perf, corr, tgt = r.get("performance"), r.get("correctness"), r["target_instruction"]
         fams = ", ".join(f"{k} {v:,}" for k, v in sorted(tgt.get("family_thread_inst_executed", {}).items()))
         target = f"{tgt['status']} (static {tgt.get('static') or 'n/a'}{'; ' + fams if fams else ''})"
@@ -45,6 +68,7 @@ def library_rows(out: Path) -> list[list[str]]:
                 _fmt(perf and perf["reference_latency_ms"], ".4f"),
                 _fmt(perf and perf["speedup_factor"], ".3f"),
                 target,
+                _work(tgt),
                 _fmt(corr and corr.get("max_absolute_error"), ".3g"),
             ]
         )
@@ -71,8 +95,8 @@ def problem_rows(out: Path) -> list[list[str]]:
     rows = []
     for folder in sorted(p for p in SOLUTIONS.iterdir() if p.is_dir() and any(p.glob("*.cu"))):
         problem = folder.name
-        found = {k.stem: json.loads((out / f"{problem}__{k.stem}.json").read_text())
-                 for k in sorted(folder.glob("*.cu")) if (out / f"{problem}__{k.stem}.json").is_file()}
+        loaded = {k.stem: load_envelope(out / f"{problem}__{k.stem}.json") for k in sorted(folder.glob("*.cu"))}
+        found = {name: r for name, r in loaded.items() if isinstance(r, dict)}
         if not found:
             rows.append([problem, _baseline(problem, []), "–", "no result", "–", "–", "–"])
             continue
@@ -92,7 +116,8 @@ def replay_rows(out: Path) -> list[list[str]]:
     for path in sorted(out.glob("replay__*.json")):
         _, problem, turn = path.stem.split("__")
         index, expected = turn.split("_", 1)
-        got = json.loads(path.read_text())["status"]
+        r = load_envelope(path)
+        got = r["status"] if isinstance(r, dict) else r
         rows.append(
             [problem, index.removeprefix("turn"), expected, got, "yes" if got == expected else "**no**"]
         )
@@ -101,7 +126,8 @@ def replay_rows(out: Path) -> list[list[str]]:
 
 def environment_line(out: Path) -> str:
     for path in sorted(out.glob("*.json")):
-        env = json.loads(path.read_text()).get("environment") or {}
+        r = load_envelope(path)
+        env = (r.get("environment") or {}) if isinstance(r, dict) else {}
         if env.get("gpu_name"):
             return (
                 f"Measured on {env['gpu_name']}, driver {env.get('driver_version', '?')}, "
@@ -136,6 +162,7 @@ def render(out: Path) -> str:
                 "Reference (ms)",
                 "Speedup",
                 "Target instructions",
+                "Work share",
                 "Max abs err",
             ],
             library_rows(out),

@@ -82,7 +82,9 @@ class TargetWorkShare(FrozenModel):
     target_flops_bound: int | None = Field(default=None, ge=0)
     """Upper bound of those FLOPs (equal to target_flops when every shape is known)."""
     flops_share: float | None = Field(default=None, ge=0.0)
-    """target_flops / problem_flops (may exceed 1: padded or masked-out tiles); None when not known."""
+    """target_flops / problem_flops (may exceed 1: padded or masked-out tiles, or recomputation: our backward
+    kernels' separate dQ pass recomputes S and dP, 7 products for the definition's 5, share 1.40-1.46 on the
+    H200); None when not known."""
     tma_instructions: int = Field(default=0, ge=0)
     """TMA transfers executed in the profiled call."""
     tma_bytes_bound: int | None = Field(default=None, ge=0)

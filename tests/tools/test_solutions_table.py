@@ -85,6 +85,31 @@ def test_readme_section_is_replaced_in_place(out_dir, tmp_path):
     assert "| gemm_n7168_k5120 | `wgmma_tma_ws.cu` | PASSED |" in text
 
 
+def test_a_cut_off_or_broken_envelope_is_named_never_a_traceback(out_dir):
+    """Seen on the H200: the stage's time limit cut an eval off and left an empty envelope; the table stopped
+    with a JSONDecodeError. Each kind of unreadable file is a row saying so, and the rest still renders."""
+    (out_dir / "gemm_n7168_k5120__cuda_core.json").write_text("")
+    (out_dir / "mha_bwd_d64__fa2_mma.json").write_text("{not json")
+    (out_dir / "mha_bwd_d64__wgmma_tma_ws.json").write_text("[1, 2]")
+    rows = {(row[0], row[1]): row for row in MT.library_rows(out_dir)}
+    assert rows[("gemm_n7168_k5120", "`cuda_core.cu`")][2] == "no envelope (empty file: the eval was cut off)"
+    assert rows[("mha_bwd_d64", "`fa2_mma.cu`")][2] == "no envelope (not JSON)"
+    assert rows[("mha_bwd_d64", "`wgmma_tma_ws.cu`")][2] == "no envelope (not a verdict)"
+    assert rows[("gemm_n7168_k5120", "`wgmma_tma_ws.cu`")][2] == "PASSED"
+    problems = {row[0]: row for row in MT.problem_rows(out_dir)}
+    assert problems["gemm_n7168_k5120"][3] == "`wgmma_tma_ws.cu`" and problems["mha_bwd_d64"][3] == "no result"
+    assert MT.main([str(out_dir)]) == 0
+
+
+def test_the_work_share_column_follows_the_evidence(out_dir):
+    env = envelope(EvaluationStatus.PASSED, 1.0, 0.82, TargetInstruction.EXECUTED)
+    env["target_instruction"]["work"] = {"flops_share": 1.4001, "carries": "carries"}
+    (out_dir / "mha_bwd_d64__wgmma_tma_ws.json").write_text(json.dumps(env))
+    rows = {(row[0], row[1]): row for row in MT.library_rows(out_dir)}
+    assert rows[("mha_bwd_d64", "`wgmma_tma_ws.cu`")][7] == "1.40 (carries)"
+    assert rows[("gemm_n7168_k5120", "`wgmma_tma_ws.cu`")][7] == "–"  # no work record in that envelope
+
+
 def test_bad_out_dir_is_one_line_error(tmp_path, capsys):
     assert MT.main([str(tmp_path / "missing")]) == 2
     assert "is not a directory" in capsys.readouterr().err
