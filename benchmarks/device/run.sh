@@ -20,7 +20,8 @@
 # timeouts are cut to fit it and stages that no longer fit are skipped, so the summary and the tarball are
 # always written inside a device call); <STAGE>_TIMEOUT (e.g. PYTEST_TIMEOUT, SERVICE_PYTEST_TIMEOUT);
 # PYTEST_ARGS (added to the pytest stage, e.g. --deselect ...); GPUS (default: every visible GPU, e.g. 0,1); PREBUILD (files for prebuild: the controls and the
-# solutions); OVERHEAD_KERNELS; STAGES_KERNEL; SOL_DIR (/tmp/sol) and SOL_ARGS (e.g. "--server URL");
+# solutions); OVERHEAD_KERNELS; STAGES_KERNEL; SOL_DIR (/tmp/sol) and SOL_ARGS (e.g. "--server URL", or "--resume": a second
+# call on the warm machine goes on where a timed-out solutions stage stopped);
 # EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; THROUGHPUT_ARGS, ROLLOUT_ARGS and ENV_STEPS_ARGS (replace the
 # default arguments); BWD_ARGS (added); DIAG_KERNEL and DIAG_PROBLEM; CAMPAIGN_ID (demo-h200x2), CAMPAIGN_SLOTS (2),
 # PROFILER_PORT (8765);
@@ -139,9 +140,10 @@ library() {  # library [--with-replay]: judge the library into $SOL_DIR, keep a 
 stage_solutions() { library; }
 stage_replay() { library --with-replay; }
 
-stage_table() {
+stage_table() {  # also keeps the envelopes it read (a timed-out solutions stage could not copy them)
   "$PYTHON" tools/solutions_table.py "${SOL_DIR:-/tmp/sol}" > "$RUN_OUT/table.md"
   local rc=$?
+  [ -d "${SOL_DIR:-/tmp/sol}" ] && mkdir -p "$RUN_OUT/sol" && cp -r "${SOL_DIR:-/tmp/sol}"/. "$RUN_OUT/sol/"
   cat "$RUN_OUT/table.md"
   return "$rc"
 }
