@@ -19,7 +19,8 @@
 # Knobs (environment): OUT (/tmp/ptxbench-out); BUDGET_S (575: seconds the whole call may take: stage
 # timeouts are cut to fit it and stages that no longer fit are skipped, so the summary and the tarball are
 # always written inside a device call); <STAGE>_TIMEOUT (e.g. PYTEST_TIMEOUT, SERVICE_PYTEST_TIMEOUT);
-# PYTEST_ARGS (added to the pytest stage, e.g. --deselect ...); GPUS (default: every visible GPU, e.g. 0,1); PREBUILD (files for prebuild: the controls and the
+# PYTEST_ARGS (added to the pytest stage, split at spaces, e.g. --deselect ...); PYTEST_K (one -k expression
+# for it, spaces kept: PYTEST_K="env_hostile and h17"); GPUS (default: every visible GPU, e.g. 0,1); PREBUILD (files for prebuild: the controls and the
 # solutions); OVERHEAD_KERNELS; STAGES_KERNEL; SOL_DIR (/tmp/sol) and SOL_ARGS (e.g. "--server URL", or "--resume": a second
 # call on the warm machine goes on where a timed-out solutions stage stopped);
 # EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; THROUGHPUT_ARGS, ROLLOUT_ARGS and ENV_STEPS_ARGS (replace the
@@ -98,10 +99,12 @@ stage_prebuild() {
 }
 
 stage_pytest() {
+  local select=()
+  [ -n "${PYTEST_K:-}" ] && select=(-k "$PYTEST_K")  # one -k expression, spaces kept
   # shellcheck disable=SC2086 # PYTEST_ARGS is a list of arguments
   PTXBENCH_CONTROLS_OUT=$RUN_OUT/pytest_controls.jsonl PTXBENCH_TEST_CACHE=$PTXBENCH_CACHE_DIR \
-    "$PYTHON" -m pytest tests/gpu -m gpu --ignore=tests/gpu/service ${PYTEST_ARGS:-} -p no:cacheprovider -q -rA -s \
-    --junitxml="$RUN_OUT/pytest.xml"
+    "$PYTHON" -m pytest tests/gpu -m gpu --ignore=tests/gpu/service "${select[@]}" ${PYTEST_ARGS:-} -p no:cacheprovider \
+    -q -rA -s --junitxml="$RUN_OUT/pytest.xml"
 }
 
 stage_controls_jsonl() {

@@ -226,3 +226,17 @@ def _assert_dead(pid: int) -> None:
             return
         time.sleep(0.2)
     pytest.fail(f"process {pid} of the stage is still running")
+
+
+def test_a_pytest_k_expression_reaches_pytest_as_one_argument(box):
+    """Seen on the H200: PYTEST_ARGS='-k "env_hostile and h17"' is split at its spaces (pytest: "file or
+    directory not found: and"); PYTEST_K carries one expression whole."""
+    log = box["tmp"] / "argv.log"
+    shim = box["stubs"] / "python-shim"
+    shim.write_text(f'#!/bin/sh\nif [ "$1 $2" = "-m pytest" ]; then printf "%s\\n" "$@" > {log}; exit 0; fi\n'
+                    f'exec {sys.executable} "$@"\n')
+    shim.chmod(0o755)
+    r = _run(box, "pytest", PYTHON=str(shim), PYTEST_K="env_hostile and h17", PYTEST_ARGS="--maxfail 1")
+    assert _summary(box["out"])["pytest"].split()[1] == "rc=0", r.stdout + r.stderr
+    argv = log.read_text().splitlines()
+    assert argv[argv.index("-k") + 1] == "env_hostile and h17" and "--maxfail" in argv
