@@ -65,6 +65,22 @@ def test_the_interval_gives_about_a_hundred_samples_per_call_within_bounds():
     assert choose_interval_ns(50_000, 60) == 2_000               # never under 2 us
     assert choose_interval_ns(10e9, 60) == 500_000               # never over 500 us
     assert choose_interval_ns(100e6, 60) >= 60 * 100e6 / 50_000  # at most 50,000 samples per trial
+    assert choose_interval_ns(1_400_000, 60, per_call=25) == 56_000  # a coarser meter: a quarter of the samples
+
+
+def test_the_judges_plan_carries_the_meters_samples_per_call():
+    from ptxcore.gpu.config import JudgeConfig
+    from ptxcore.gpu.messages import SessionMode
+    from ptxcore.gpu.pipeline.judge import GpuJudge
+    from ptxcore.problems import get_problem
+
+    assert JudgeConfig().meter_samples_per_call == 100
+    judge = object.__new__(GpuJudge)
+    judge.config = JudgeConfig(meter_samples_per_call=25)
+    plan = judge.plan(get_problem("gemm_n7168_k5120"), SessionMode.FFI, {})
+    assert plan.meter_samples_per_call == 25
+    with pytest.raises(ValueError):
+        JudgeConfig(meter_samples_per_call=2)  # too few to bound a call's busy time
 
 
 def _call(trace: MeterTrace, claimed_us: float, sent: int, replied: int, gap_end: int | None = None,

@@ -156,11 +156,12 @@ class DeviceMeter(Protocol):
     def close(self) -> None: ...
 
 
-def choose_interval_ns(call_window_ns: float, calls: int, max_samples: int = 50_000) -> int:
-    """About 100 samples per call, at least 2 us, at most 500 us, and no more than `max_samples` per trial."""
-    per_call = call_window_ns / 100.0
+def choose_interval_ns(call_window_ns: float, calls: int, max_samples: int = 50_000, per_call: int = 100) -> int:
+    """About `per_call` samples per call, at least 2 us, at most 500 us, and no more than `max_samples` per
+    trial."""
+    by_call = call_window_ns / per_call
     per_trial = calls * call_window_ns / max_samples
-    return int(min(500_000, max(2_000, per_call, per_trial)))
+    return int(min(500_000, max(2_000, by_call, per_trial)))
 
 
 class PmSamplingMeter:

@@ -187,7 +187,8 @@ class GpuJudge:
                            permute=c.permute_inputs, tol=self.tolerance(problem), call_timeout_s=c.call_timeout_s,
                            startup_timeout_s=c.startup_timeout_s, throttle_retries=c.throttle_retries,
                            device=c.device, needed=needed, candidate=candidate,
-                           claim_fraction=c.meter_claim_fraction, allowance_extra_us=c.meter_allowance_us)
+                           claim_fraction=c.meter_claim_fraction, allowance_extra_us=c.meter_allowance_us,
+                           meter_samples_per_call=c.meter_samples_per_call)
 
     # ---- the build -------------------------------------------------------------------------
     def build(self, source: str, arch: Architecture, compiled: CompiledCandidate | None = None,

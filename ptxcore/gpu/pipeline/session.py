@@ -112,6 +112,8 @@ class SessionPlan:
     allowance) is REWARD_HACK."""
     allowance_extra_us: float = 0.0
     """Added to the rule's allowance (two sampling intervals + 20 us), us."""
+    meter_samples_per_call: int = 100
+    """The meter's samples per call (JudgeConfig.meter_samples_per_call)."""
 
     @property
     def enforce_rules(self) -> bool:
@@ -241,7 +243,8 @@ class CandidateSession:
         p = self.plan
         if self.meter is not None:
             windows = [r.window.window_ns for r in self.out.correctness if r.window is not None]
-            interval = choose_interval_ns(statistics.median(windows) if windows else 1e6, p.warmup + p.iters)
+            interval = choose_interval_ns(statistics.median(windows) if windows else 1e6, p.warmup + p.iters,
+                                          per_call=p.meter_samples_per_call)
             t0 = time.monotonic()
             _meter_call(self.meter.configure, interval)
             self.out.stage_seconds["meter_configure"] = time.monotonic() - t0
