@@ -145,6 +145,44 @@ def test_an_audit_says_whether_it_was_measured():
         _audit(0.1, 0.2, MeterStatus.DISABLED)  # busy time without a meter
 
 
+class FakeCounterData(list):
+    """cupti-python's CounterData as `drain` reads it: completed samples, and the image's slot counts."""
+
+    def __init__(self, starts: list[int], slots: int) -> None:
+        super().__init__(SimpleNamespace(start_timestamp=t, end_timestamp=t + 10, metric_values=[5.0, 10.0])
+                         for t in starts)
+        self.num_total_samples, self.num_populated_samples, self.num_completed_samples = slots, len(starts), len(starts)
+
+
+class FakeCollector:
+    """Holds `records` sample start times in its 'hardware buffer'; each decode takes up to max_samples."""
+
+    def __init__(self, records: int) -> None:
+        self.buffer, self.decodes = list(range(0, records * 10, 10)), 0
+
+    def decode(self, max_samples: int) -> FakeCounterData:
+        self.decodes += 1
+        taken, self.buffer = self.buffer[:max_samples], self.buffer[max_samples:]
+        return FakeCounterData(taken, max_samples)
+
+
+def test_a_full_counter_image_is_decoded_again_until_the_buffer_is_drained():
+    """A decode that filled its image may have left records behind (they would start the next trial's trace);
+    they are read now, and the counts say how many decodes it took."""
+    from ptxcore.gpu.harness.meter import MAX_DECODES, drain
+
+    col = FakeCollector(records=2_500)
+    samples, decoded = drain(col, 1_000, ("gr_active", "gr_elapsed"))
+    assert col.decodes == 3 and len(samples) == 2_500 and not col.buffer
+    assert (decoded.total, decoded.populated, decoded.completed) == (3_000, 2_500, 2_500)
+    assert samples[0].busy_ns == pytest.approx(5.0)  # half of each 10 ns interval
+    exact = FakeCollector(records=1_000)  # exactly one image's worth: one more, empty, decode ends it
+    assert len(drain(exact, 1_000, ("a", "b"))[0]) == 1_000 and exact.decodes == 2
+    endless = FakeCollector(records=10**6)
+    with pytest.raises(MeterError, match=f"not drained in {MAX_DECODES} decodes"):
+        drain(endless, 1_000, ("a", "b"))
+
+
 def test_without_pm_sampling_the_meter_is_unavailable_not_faked(monkeypatch):
     import sys
 

@@ -220,16 +220,8 @@ class PmSamplingMeter:
         col.stop()
         span_s = time.monotonic() - self._started_at
         max_samples = int(span_s * 1e9 / self.interval_ns * 1.25) + 2_000
-        t0 = time.perf_counter()
-        try:
-            data = col.decode(max_samples=max_samples)
-        except Exception as exc:  # noqa: BLE001 - overflow or a decode failure: nothing measured
-            raise MeterError(f"PM sampling decode failed: {type(exc).__name__}: {exc}") from exc
-        t1 = time.perf_counter()
-        samples = tuple(_samples(data, self.metrics))
-        decoded = MeterDecode(int(data.num_total_samples), int(data.num_populated_samples),
-                              int(data.num_completed_samples), t1 - t0, time.perf_counter() - t1)
-        return MeterTrace(samples, self.interval_ns, decoded)
+        samples, decoded = drain(col, max_samples, self.metrics)
+        return MeterTrace(tuple(sorted(samples, key=lambda m: m.start_ns)), self.interval_ns, decoded)
 
     def close(self) -> None:
         if self._collector is not None:
@@ -246,6 +238,38 @@ class PmSamplingMeter:
         if self._collector is None:
             raise MeterError("the meter is not open")
         return self._collector
+
+
+MAX_DECODES = 8
+"""Decodes of one trial at most: a decode whose counter image came back full may have left records in the
+hardware buffer (cupti-python's decode does not report CUPTI's stop reason), and those would otherwise be read
+at the start of the next trial, leaving this one short."""
+
+
+def drain(col: Collector, max_samples: int, metrics: tuple[str, ...]) -> tuple[list[MeterSample], MeterDecode]:
+    """Every record of the hardware buffer, decoded `max_samples` at a time until a decode's image has room
+    left; the counts and host seconds summed over the decodes."""
+    samples: list[MeterSample] = []
+    total = populated = completed = 0
+    decode_s = evaluate_s = 0.0
+    for _ in range(MAX_DECODES):
+        t0 = time.perf_counter()
+        try:
+            data = col.decode(max_samples=max_samples)
+        except Exception as exc:  # noqa: BLE001 - overflow or a decode failure: nothing measured
+            raise MeterError(f"PM sampling decode failed: {type(exc).__name__}: {exc}") from exc
+        t1 = time.perf_counter()
+        samples += _samples(data, metrics)
+        evaluate_s += time.perf_counter() - t1
+        decode_s += t1 - t0
+        total += int(data.num_total_samples)
+        populated += int(data.num_populated_samples)
+        completed += int(data.num_completed_samples)
+        if not (data.num_total_samples >= max_samples and data.num_populated_samples >= data.num_total_samples):
+            return samples, MeterDecode(total, populated, completed, decode_s, evaluate_s)
+        log.warning("PM sampling: the counter image of %d samples came back full; decoding again", max_samples)
+    raise MeterError(f"PM sampling: the hardware buffer was not drained in {MAX_DECODES} decodes of {max_samples} "
+                     "samples")
 
 
 def _samples(data: CounterData, metrics: tuple[str, ...]) -> list[MeterSample]:
