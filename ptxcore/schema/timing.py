@@ -56,7 +56,10 @@ class TimingAudit(FrozenModel):
     allowance_ms: float = Field(ge=0.0)
     """The rule's absolute allowance per call, ms (two sampling intervals plus a fixed margin)."""
     trials: list[TrialAudit] = Field(default_factory=list)
-    """Every timed trial attempt, in order."""
+    """Every timed trial attempt, in order (a run the meter did not cover and that was run again is not one)."""
+    uncovered_runs: int = Field(default=0, ge=0)
+    """Trial runs the meter's trace did not cover, each run again (ptxcore.gpu.harness.calls.METER_REPEATS);
+    their timings are not used."""
 
     @model_validator(mode="after")
     def _meter_fields(self) -> TimingAudit:

@@ -374,7 +374,7 @@ def test_a_trial_the_meter_did_not_cover_is_run_again_and_only_its_last_run_coun
     for rec in recs:
         rec.timing = CallTiming(rec.tag, 500, 1, 1, ())
     audit = _session(SessionMode.FFI, FakeMeter(trace=covered))._audit(d.trials)
-    assert [(t.trial, t.attempt) for t in audit.trials] == [(0, 2)]
+    assert [(t.trial, t.attempt) for t in audit.trials] == [(0, 2)] and audit.uncovered_runs == 1
 
 
 def test_a_trial_the_meter_never_covers_is_infra_after_its_repeats(monkeypatch):

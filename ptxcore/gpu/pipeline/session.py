@@ -275,12 +275,14 @@ class CandidateSession:
         allowance_ms = (allowance_ns(interval) / 1e6 if meter is not None else 0.0) + self.plan.allowance_extra_us / 1e3
         trials: list[TrialAudit] = []
         last = {run.trial: run.attempt for run in runs}
+        uncovered_runs = 0
         for run in runs:
             timed = [r for r in run.records if r.phase == "timed" and r.window is not None]
             if not timed:
                 continue
             why = run.uncovered()
             if why is not None and run.attempt < last[run.trial]:
+                uncovered_runs += 1
                 continue  # repeated (measure_trials): only the trial's last run gives timings
             if why is not None:
                 raise InfraError(f"the judge's device meter did not cover trial {run.trial} "
@@ -291,7 +293,8 @@ class CandidateSession:
             return TimingAudit(meter=MeterStatus.DISABLED, claim_fraction=self.plan.claim_fraction,
                                allowance_ms=allowance_ms, trials=trials)
         return TimingAudit(meter=MeterStatus.MEASURED, tool=meter.description, interval_ns=interval,
-                           claim_fraction=self.plan.claim_fraction, allowance_ms=allowance_ms, trials=trials)
+                           claim_fraction=self.plan.claim_fraction, allowance_ms=allowance_ms, trials=trials,
+                           uncovered_runs=uncovered_runs)
 
     def _rules(self, child: ChildProcess, recs: list[CallRecord]) -> Verdict | None:
         if not self.plan.enforce_rules:
