@@ -4,7 +4,8 @@
 #
 #   bash benchmarks/device/run.sh STAGE [STAGE...]          (from anywhere; it works in the repository root)
 #   bash benchmarks/device/run.sh env prebuild pytest refs overhead     # the judge's test plan
-#   bash benchmarks/device/run.sh env prebuild packs solutions table    # the solution library
+#   bash benchmarks/device/run.sh env prebuild packs solutions table    # the solution library (29 kernels: about
+#   SOL_ARGS=--resume bash benchmarks/device/run.sh solutions table     # 12 min, so a second call goes on from there)
 #   bash benchmarks/device/run.sh --list                                # the stages
 #
 # Carry .carry/judge_whl (the judge's wheels) and, for the service stages, .whl (benchmarks/device/
