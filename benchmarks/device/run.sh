@@ -44,7 +44,7 @@ controls-jsonl 300  the 15 golden controls alone, every verdict envelope to cont
 overhead       240  benchmarks/judge_overhead.py per \$OVERHEAD_KERNELS, fresh cache (cold, then warm)
 stages         240  benchmarks/judge_stages.py: judge stage times of the GEMM solution (campaign vs eval)
 refs           240  benchmarks/device/reference_latencies.py: baseline latency of the primary problems
-solutions      330  tools/run_solutions.sh \$SOL_DIR: ptxbench eval --json of every library kernel
+solutions      540  tools/run_solutions.sh \$SOL_DIR: ptxbench eval --json of every library kernel (--resume in SOL_ARGS goes on)
 replay         330  tools/run_solutions.sh \$SOL_DIR --with-replay (library kernels and replay turns)
 table           60  tools/solutions_table.py \$SOL_DIR: the README tables from the envelopes
 eval           600  ptxbench eval --json of each kernel in \$EVAL (default: the attention-backward kernels)
