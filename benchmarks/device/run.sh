@@ -24,7 +24,7 @@
 # for it, spaces kept: PYTEST_K="env_hostile and h17"); GPUS (default: every visible GPU, e.g. 0,1); PREBUILD (files for prebuild: the controls and the
 # solutions); OVERHEAD_KERNELS; STAGES_KERNEL; SOL_DIR (/tmp/sol) and SOL_ARGS (e.g. "--server URL", or "--resume": a second
 # call on the warm machine goes on where a timed-out solutions stage stopped);
-# EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; THROUGHPUT_ARGS, ROLLOUT_ARGS and ENV_STEPS_ARGS (replace the
+# EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; THROUGHPUT_ARGS, ROLLOUT_ARGS, ENV_STEPS_ARGS and METER_PROBE_ARGS (replace the
 # default arguments); BWD_ARGS (added); DIAG_KERNEL and DIAG_PROBLEM; CAMPAIGN_ID (demo-h200x2), CAMPAIGN_SLOTS (2),
 # PROFILER_PORT (8765);
 # and the preamble's (JUDGE_WHEELS, WHEELS, PYTHON, PTXBENCH_SITE, PTXBENCH_BIN, PTXBENCH_CACHE_DIR).
@@ -62,6 +62,7 @@ sandbox-cost   240  benchmarks/judge_sandbox_cost.py: the GEMM judged with and w
 meter          420  benchmarks/meter_audit.py: the library with and without the device meter, honest claim/busy ratios
 latency        480  benchmarks/judge_latency.py \$LATENCY_ARGS: new candidates through a warm service, stage table, per GPU-minute
 audit-probe    240  python -m research.timing.audit_probe: honest candidates' timing audits as warm-up/timed counts and the sanitizer vary
+meter-probe    240  python -m research.timing.meter_probe \$METER_PROBE_ARGS: the device meter's coverage of trials of long calls
 bwd-precision   90  python -m research.precision.bwd_h200: dS rounding variants vs the judge's cuDNN refs
 diag           120  python -m research.precision.diagnose_mha_bwd \$DIAG_KERNEL: candidate vs cuDNN vs float64
 "
@@ -215,6 +216,11 @@ stage_latency() {
 
 stage_audit_probe() {
   "$PYTHON" -m research.timing.audit_probe --out "$RUN_OUT/audit_probe.json"
+}
+
+stage_meter_probe() {
+  # shellcheck disable=SC2086 # METER_PROBE_ARGS is split at spaces on purpose
+  "$PYTHON" -m research.timing.meter_probe --out "$RUN_OUT" ${METER_PROBE_ARGS:-}
 }
 
 stage_sandbox_cost() {

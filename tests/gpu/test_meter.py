@@ -54,7 +54,8 @@ def test_coverage_is_checked_not_assumed():
     assert "not the calls'" in t.uncovered(0, 14_000)
     assert "not the calls'" in t.uncovered(-2_000, 10_000)
     holed = MeterTrace(t.samples[:3] + t.samples[7:], 1000)
-    assert "hole" in holed.uncovered(1000, 10_000)
+    why = holed.uncovered(1000, 10_000)
+    assert "a hole of 4000 ns" in why and "3000 ns after the calls' start of 9000 ns; 5 samples" in why
     assert "no samples" in MeterTrace((), 1000).uncovered(0, 1)
     with pytest.raises(ValueError):
         MeterTrace(tuple(reversed(t.samples)), 1000)

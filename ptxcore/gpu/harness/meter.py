@@ -132,7 +132,8 @@ class MeterTrace:
         while i + 1 < len(self.samples) and self.samples[i].end_ns < hi:
             gap = self.samples[i + 1].start_ns - self.samples[i].end_ns
             if gap > 3 * self.interval_ns:
-                return f"a hole of {gap} ns between samples"
+                return (f"a hole of {gap} ns between samples, {self.samples[i].end_ns - lo} ns after the calls' "
+                        f"start of {hi - lo} ns; {len(self.samples)} samples")
             i += 1
         return None
 
