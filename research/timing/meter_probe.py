@@ -107,16 +107,23 @@ def trial_rows(meter, proc, calls_ms: float, trials: int, per_call: int) -> list
 
 
 def main() -> int:
+    import torch
+
     from ptxcore.gpu.harness.meter import PmSamplingMeter
 
+    torch.zeros(1, device="cuda")  # a CUDA context first: CUPTI's profiler does not initialize without one
     out = Path(ARGS.out)
     out.mkdir(parents=True, exist_ok=True)
     meter = PmSamplingMeter(0)
-    meter.open()
     report = []
     try:
         for kind in ARGS.kinds.split(","):
             for ms in (float(v) for v in ARGS.ms.split(",")):
+                # opened and closed around each configuration, as a judgement does (the judge's session): on the
+                # H200 (2026-12-02) the probe, with one collector kept open across children, segfaulted at its
+                # second configuration (which call crashed was not established)
+                meter.close()
+                meter.open()
                 proc = subprocess.Popen([sys.executable, "-c", CHILD, kind, str(ms), "60"], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 line = proc.stdout.readline()

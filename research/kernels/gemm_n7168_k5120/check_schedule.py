@@ -1,4 +1,5 @@
-"""CPU checks of wgmma_tma_persistent.cu (a draft; no GPU involved). Run from the repository root:
+"""CPU checks of solutions/gemm_n7168_k5120/wgmma_tma_persistent.cu (no GPU involved; tests/solutions/
+test_gemm_persistent_model.py runs the quick form). Run from the repository root:
 
     python research/kernels/gemm_n7168_k5120/check_schedule.py [--quick]
 
@@ -42,7 +43,7 @@ from research.kernel_models.hw_model import (  # noqa: E402
 from research.kernel_models.kernel_source import kernel_constants  # noqa: E402
 from research.kernel_models.pipeline_model import Barrier, Hazard, Wait, World, run_schedule  # noqa: E402
 
-KERNEL = Path(__file__).with_name("wgmma_tma_persistent.cu")
+KERNEL = Path(__file__).resolve().parents[3] / "solutions" / "gemm_n7168_k5120" / "wgmma_tma_persistent.cu"
 C = kernel_constants(KERNEL)
 BM, BN, BK, STAGES, GROUP_M = C["BM"], C["BN"], C["BK"], C["STAGES"], C["GROUP_M"]
 

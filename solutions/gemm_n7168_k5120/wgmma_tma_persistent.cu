@@ -1,6 +1,8 @@
-// DRAFT (not yet judged on a GPU). gemm_n7168_k5120 on Hopper (sm_90a): C[M,N] = A[M,K] @ B[N,K]^T,
+// gemm_n7168_k5120 on Hopper (sm_90a): C[M,N] = A[M,K] @ B[N,K]^T,
 // bf16 in/out, fp32 accumulation. Persistent, warp-specialized TMA + wgmma kernel with optional 2-CTA
-// clusters (TMA multicast of B) and a TMA-store epilogue. Same ABI as solutions/.../wgmma_tma_ws.cu.
+// clusters (TMA multicast of B) and a TMA-store epilogue. Same ABI as wgmma_tma_ws.cu beside it.
+// Judged on the H200 (ptxbench eval, 2026-12-02): PASSED, target executed, 0.993x cuBLAS (0.7568 ms); with
+// kClusterM = 1 0.979x, with GROUP_M 8 or 32 0.981x (solutions/README.md).
 //
 // Design
 //   * CTA tile 128 x 256, K slice 64 (128-byte rows, SWIZZLE_128B), 4-stage smem ring.
