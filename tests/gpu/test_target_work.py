@@ -220,6 +220,13 @@ def test_the_judge_applies_the_check_to_the_timed_calls(tmp_path):
     nothing = _ev("==PROF== Connected to process 4242 (/usr/bin/python3.12)\n")
     assert judge._counted_is_timed(plan, out, nothing, HOPPER).status is EvaluationStatus.REWARD_HACK
     assert judge._counted_is_timed(plan, out, _ev(WGMMA_GEMM), HOPPER) is None
+    # the tensor-time rule is a verdict too: the kernel sets agree, the timed calls' tensor pipe was idle
+    carried = with_work(_ev(WGMMA_GEMM), GEMM, None, HOPPER)
+    out.audit = _audit(0.001)
+    v = judge._counted_is_timed(plan, out, carried, HOPPER)
+    assert v.status is EvaluationStatus.REWARD_HACK and "tensor pipe was active at most" in v.reason
+    out.audit = _audit(0.7)
+    assert judge._counted_is_timed(plan, out, carried, HOPPER) is None
 
 
 def _audit(share: float | None, busy_ms: float = 0.8) -> TimingAudit:

@@ -315,18 +315,16 @@ class GpuJudge:
 
     def _counted_is_timed(self, plan: SessionPlan, out: SessionOutcome, target: TargetInstructionEvidence,
                           arch: Architecture) -> Verdict | None:
-        """Issue 25: the kernels ncu counted must be those the timed calls ran (REWARD_HACK otherwise); the
-        tensor-time check is logged only until its slack is calibrated on the H200."""
+        """Issue 25: the kernels ncu counted must be those the timed calls ran, and the timed calls' metered
+        tensor-pipe time must be within the tensor-time slack of what the counted target FLOPs need (REWARD_HACK
+        otherwise; the slack's calibration on the H200 is in targetwork.TENSOR_TIME_SLACK)."""
         from ptxcore.gpu.pipeline.targetwork import kernel_set_verdict, tensor_time_verdict
 
         only = out.launches.get("kernels") if plan.mode is SessionMode.TRITON else None
         verdict = kernel_set_verdict(target, [rec.timing for rec in out.timed if rec.timing is not None], only=only)
         if verdict is not None and verdict.status is EvaluationStatus.INFRA_ERROR:
             raise InfraError(verdict.reason)
-        tensor = tensor_time_verdict(target, out.audit, arch)
-        if tensor is not None:
-            log.warning("tensor-time check (logged, not yet a verdict): %s", tensor.reason)
-        return verdict
+        return verdict or tensor_time_verdict(target, out.audit, arch)
 
     def _reference(self, state: WorkloadState, problem: Problem, gpu: GpuContext) -> ReferenceTiming:
         from ptxcore.gpu.pipeline.reference import reference_latency

@@ -10,7 +10,7 @@ the two checks that the counted call is the timed call.
   that profiled nothing while the timed calls ran kernels is such a difference too (it fails closed).
 - `tensor_time_verdict`: the timed calls' metered tensor-pipe time against the least time the profiled call's
   tensor FLOPs need at the GPU's peak rate; far less is REWARD_HACK (the same kernels, but the tensor work only
-  under the profiler). Needs the device meter's tensor counters; the rule's slack is to be calibrated on the H200.
+  under the profiler). Needs the device meter's tensor counters (none: no verdict); the slack is calibrated below.
 """
 
 from __future__ import annotations
@@ -37,8 +37,14 @@ PEAK_TENSOR_FLOPS_PER_S: dict[str, float] = {"hopper": 1978.9e12}
 """The fastest dense tensor rate of the architecture (H100/H200 SXM: FP8/INT8 1978.9 TFLOPS; BF16/FP16 989.4): the
 least tensor-pipe time for N FLOPs is N / this, whatever the data type."""
 TENSOR_TIME_SLACK = 0.25
-"""The timed calls must show at least this fraction of that least time (sampling error, clocks; to be calibrated
-on the H200 with the wgmma GEMM and attention kernels)."""
+"""The timed calls must show at least this fraction of that least time. Calibrated on the H200 (2026-12-02, fifth
+session; `benchmarks/tensor_time_margin.py` over the envelopes): in 27 judgements of 17 TMA + wgmma kernels
+that carry the target (the library's 14 and three GEMM variants, 3 trials each), every trial's metered tensor-pipe
+time was 2.48-7.55 times the least time (the lowest: the persistent GEMM, which runs closest to peak), so the
+rule's line sits a factor of 10 below the lowest honest trial. An honest bf16 kernel cannot go below 2: its tensor
+instructions run at most at the bf16 rate, half the peak used here. The counter counts every tensor-pipe instruction (HGMMA and HMMA alike): a kernel
+that takes the wgmma path under the profiler and an `mma.sync` path when timed keeps its tensor pipe busy and is
+not caught by this rule (SECURITY.md, "What it does not claim")."""
 
 
 @dataclass(frozen=True)
@@ -140,11 +146,10 @@ def _grid_differs(profiled: dict[str, tuple[int, int, int]], timed: dict) -> str
     return None
 
 
-def tensor_time_verdict(ev: TargetInstructionEvidence, audit: TimingAudit | None, arch: Architecture,
-                        slack: float = TENSOR_TIME_SLACK) -> Verdict | None:
-    """REWARD_HACK when the target carried the work in the profiled call but every timed trial's metered tensor-pipe
-    time is below `slack` x the least time those FLOPs need at the architecture's peak; None otherwise (also when
-    there is no meter, no tensor counter, or no FLOP count to compare)."""
+def tensor_time_ratios(ev: TargetInstructionEvidence, audit: TimingAudit | None, arch: Architecture) -> list[float] | None:
+    """Each timed trial's metered tensor-pipe time per call over the least time the profiled call's target FLOPs
+    need at the architecture's peak; None where there is nothing to compare (the target does not carry the work,
+    no FLOP count, no peak for the architecture, no meter or no tensor counter)."""
     work, peak = ev.work, PEAK_TENSOR_FLOPS_PER_S.get(arch.key)
     if work is None or work.carries is not TargetWork.CARRIES or not work.target_flops or peak is None or audit is None:
         return None
@@ -152,9 +157,20 @@ def tensor_time_verdict(ev: TargetInstructionEvidence, audit: TimingAudit | None
     if not trials:
         return None
     least_ms = work.target_flops / peak * 1e3
-    seen = [t.tensor_active_share * t.busy_median_ms for t in trials]
-    if max(seen) >= slack * least_ms:
+    return [t.tensor_active_share * t.busy_median_ms / least_ms for t in trials]
+
+
+def tensor_time_verdict(ev: TargetInstructionEvidence, audit: TimingAudit | None, arch: Architecture,
+                        slack: float = TENSOR_TIME_SLACK) -> Verdict | None:
+    """REWARD_HACK when the target carried the work in the profiled call but every timed trial's metered tensor-pipe
+    time is below `slack` x the least time those FLOPs need at the architecture's peak; None otherwise (also when
+    there is nothing to compare: `tensor_time_ratios`)."""
+    ratios = tensor_time_ratios(ev, audit, arch)
+    if ratios is None or max(ratios) >= slack:
         return None
+    work = ev.work
+    least_ms = work.target_flops / PEAK_TENSOR_FLOPS_PER_S[arch.key] * 1e3
     return Verdict(EvaluationStatus.REWARD_HACK,
                    f"the profiled call ran {work.target_flops:,} tensor FLOPs (at least {least_ms:.3g} ms of tensor "
-                   f"pipe at peak), the timed calls' tensor pipe was active at most {max(seen):.3g} ms per call")
+                   f"pipe at peak), the timed calls' tensor pipe was active at most {max(ratios) * least_ms:.3g} ms "
+                   "per call")
