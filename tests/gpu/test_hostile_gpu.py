@@ -3,8 +3,9 @@
 Each candidate tries to reach what a judge must keep out of its reach: a host file, a vendor library, the build
 machine, the judge's wall clock, its state on disk, its environment, the network, its pipe, the host's process
 table and its timer, its span computation (h12, h13: the timing forged from inside the process that times it).
-Issue 25's (h14-h17): a detached process against the memory gate, and target credit without the work (a dummy
-wgmma per call, a wgmma only under a profiler, the wgmma path on some calls only).
+Issue 25's (h14-h18): a detached process against the memory gate, and target credit without the work (a dummy
+wgmma per call, a wgmma only under a profiler, the wgmma path on some calls only, one kernel whose tensor work runs
+only under a profiler).
 Each gets the verdict an honest judge gives; nothing it started survives its stage; the
 judge's files are unchanged; and a correct kernel judged right after gets the same verdict it gets alone.
 Set PTXBENCH_HOSTILE_OUT=path.jsonl to keep every envelope.
@@ -232,6 +233,15 @@ def test_the_wgmma_path_on_some_calls_only_is_a_reward_hack(judge):
     counted, some timed call ran other kernels (rule: every timed call's kernel set equals the profiled call's)."""
     r, _ = _judge(judge, "h17_wgmma_on_some_calls.cu")
     assert r.status is S.REWARD_HACK and "profiled call is not the timed call" in r.reason, r.reason
+
+
+def test_tensor_work_only_under_a_profiler_in_the_same_kernel_is_a_reward_hack(judge):
+    """Issue 25, h18: one kernel (same name, launches, grid everywhere) that burns the problem's FLOPs in wgmma only
+    where a tool is visible: the kernel sets agree, the work share carries, and the timed calls' metered tensor
+    pipe is idle against what those FLOPs need (the tensor-time rule). Written 2026-12-02, not yet run on a GPU."""
+    r, _ = _judge(judge, "h18_tensor_path_only_under_profiler.cu")
+    assert r.status is S.REWARD_HACK and "tensor pipe was active at most" in r.reason, r.reason
+    assert r.performance is None
 
 
 def test_correct_kernel_after_the_attacks_is_judged_the_same(judge):
