@@ -42,9 +42,9 @@ session; `benchmarks/tensor_time_margin.py` over the envelopes): in 27 judgement
 that carry the target (the library's 14 and three GEMM variants, 3 trials each), every trial's metered tensor-pipe
 time was 2.48-7.55 times the least time (the lowest: the persistent GEMM, which runs closest to peak), so the
 rule's line sits a factor of 10 below the lowest honest trial. An honest bf16 kernel cannot go below 2: its tensor
-instructions run at most at the bf16 rate, half the peak used here. The counter counts every tensor-pipe instruction (HGMMA and HMMA alike): a kernel
-that takes the wgmma path under the profiler and an `mma.sync` path when timed keeps its tensor pipe busy and is
-not caught by this rule (SECURITY.md, "What it does not claim")."""
+instructions run at most at the bf16 rate, half the peak used here. The counter counts every tensor-pipe
+instruction (HGMMA and HMMA alike): a kernel that takes the wgmma path under the profiler and an `mma.sync` path
+when timed keeps its tensor pipe busy and is not caught by this rule (SECURITY.md, "What it does not claim")."""
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,8 @@ def _grid_differs(profiled: dict[str, tuple[int, int, int]], timed: dict) -> str
     return None
 
 
-def tensor_time_ratios(ev: TargetInstructionEvidence, audit: TimingAudit | None, arch: Architecture) -> list[float] | None:
+def tensor_time_ratios(ev: TargetInstructionEvidence, audit: TimingAudit | None,
+                       arch: Architecture) -> list[float] | None:
     """Each timed trial's metered tensor-pipe time per call over the least time the profiled call's target FLOPs
     need at the architecture's peak; None where there is nothing to compare (the target does not carry the work,
     no FLOP count, no peak for the architecture, no meter or no tensor counter)."""
