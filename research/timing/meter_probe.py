@@ -10,7 +10,8 @@ stop around each trial of 10 + 50 calls in a child process) over calls of chosen
 - `split`: the `mma` call's work as 8 back-to-back matmuls (short kernels, same call length).
 
 For each it prints the samples, the largest hole and where it sits in the trial, CUPTI's decode counts and the
-meter's own `uncovered` ruling, one row per trial.
+meter's own `uncovered` ruling, one row per trial. First (unless --no-gmma) it lists PM sampling's tensor metrics
+on the chip and tries metric sets with a GMMA-only tensor counter (GMMA_TRIES).
 
     python -m research.timing.meter_probe [--ms 1,6,10.5,20] [--kinds spin,mma,split] [--trials 3] [--out DIR]
 
@@ -106,6 +107,43 @@ def trial_rows(meter, proc, calls_ms: float, trials: int, per_call: int) -> list
     return rows
 
 
+GMMA_TRIES = (
+    ("gr__cycles_active.sum", "gr__cycles_elapsed.max", "sm__pipe_tensor_op_gmma_cycles_active.sum",
+     "sm__cycles_elapsed.sum"),
+    ("gr__cycles_active.sum", "gr__cycles_elapsed.max", "sm__pipe_tensor_op_gmma_cycles_active_realtime.sum",
+     "sm__cycles_elapsed.sum"),
+    ("gr__cycles_active.sum", "gr__cycles_elapsed.max", "sm__inst_executed_pipe_tensor_op_gmma.sum"),
+    ("gr__cycles_active.sum", "gr__cycles_elapsed.max", "sm__pipe_tensor_op_hmma_cycles_active.sum",
+     "sm__cycles_elapsed.sum"),
+)
+"""Metric sets that would let the meter tell wgmma (HGMMA) tensor time from mma.sync (HMMA) time: the tensor
+counter the judge uses counts both (SECURITY.md, the mma.sync-branch gap). Which ones PM sampling accepts on this
+device is what the probe reports."""
+
+
+def gmma_counters(meter) -> None:
+    """PM sampling's tensor / GMMA metric names on this chip, and which GMMA_TRIES sets it accepts in one pass."""
+    from research.timing.pm_probe import metric_catalog
+
+    meter.open()
+    col = meter._require()
+    try:
+        try:
+            for kind, names in metric_catalog(col._chip_name).items():
+                shown = names if isinstance(names, int) else " ".join(n for n in names if "tensor" in n or "mma" in n)
+                print(f"catalog {kind}: {shown}", flush=True)
+        except Exception as exc:  # noqa: BLE001 - a probe: report and go on
+            print(f"catalog: {type(exc).__name__}: {exc}", flush=True)
+        for metrics in GMMA_TRIES:
+            try:
+                col.configure(metrics=list(metrics), sampling_interval=10_000, hardware_buffer_size=64 << 20)
+                print(f"accepted: {' + '.join(metrics)}", flush=True)
+            except Exception as exc:  # noqa: BLE001 - refused: the next set
+                print(f"refused: {' + '.join(metrics)}: {type(exc).__name__}: {exc}", flush=True)
+    finally:
+        meter.close()
+
+
 def main() -> int:
     import torch
 
@@ -115,6 +153,8 @@ def main() -> int:
     out = Path(ARGS.out)
     out.mkdir(parents=True, exist_ok=True)
     meter = PmSamplingMeter(0)
+    if ARGS.gmma:
+        gmma_counters(meter)
     report = []
     try:
         for kind in ARGS.kinds.split(","):
@@ -156,6 +196,7 @@ if __name__ == "__main__":
     p.add_argument("--kinds", default="spin,mma,split")
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--per-call", type=int, default=100)
+    p.add_argument("--no-gmma", dest="gmma", action="store_false", help="skip the GMMA counter check")
     p.add_argument("--out", default=os.environ.get("OUT", "/tmp/meter-probe"))
     ARGS = p.parse_args()
     sys.exit(main())
