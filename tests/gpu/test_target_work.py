@@ -6,7 +6,8 @@ Rules stated here:
 - a turn carries the target only when the profiled call's target FLOPs reach the threshold share;
 - the kernels ncu profiled must be those CUPTI recorded in every timed call (names; launches per call), else
   REWARD_HACK; evidence that cannot be compared is never a silent pass;
-- a profiled call whose tensor FLOPs the timed calls' tensor pipe could not have run is REWARD_HACK.
+- a profiled call whose tensor FLOPs the timed calls' tensor pipe could not have run is REWARD_HACK;
+- when the timed calls' tensor-pipe time was not metered, a carrying target's credit is withheld (`unknown`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from types import SimpleNamespace
 from ptxcore.arch import get_architecture
 from ptxcore.gpu.child.cupti import MAX_KERNEL_NAMES, CallTiming
 from ptxcore.gpu.harness import ncu
-from ptxcore.gpu.pipeline.targetwork import kernel_set_verdict, tensor_time_verdict
+from ptxcore.gpu.pipeline.targetwork import kernel_set_verdict, tensor_time_verdict, unmetered_carry
 from ptxcore.problems import get_problem
 from ptxcore.sass.credit import with_work
 from ptxcore.schema import (
@@ -246,6 +247,29 @@ def test_tensor_work_only_under_the_profiler_is_a_reward_hack():
     assert tensor_time_verdict(ev, None, HOPPER) is None
     dummy = with_work(_ev(DUMMY_HACK), GEMM, None, HOPPER)
     assert tensor_time_verdict(dummy, _audit(0.0), HOPPER) is None  # does not carry: no credit to take back
+
+
+def test_a_carry_the_tensor_time_rule_could_not_check_is_withheld():
+    """No tensor counter, no meter, or no peak rate: nothing ties the counted FLOPs to the timed calls, so the
+    strict credit is `unknown` (the gate cannot conclude); the paper's `executed` and the share stay."""
+    ev = with_work(_ev(WGMMA_GEMM), GEMM, None, HOPPER)
+    assert unmetered_carry(ev, _audit(0.7), HOPPER) == ev  # metered and clear of the line: unchanged
+    for audit, why in ((_audit(None), "without its tensor counters"), (None, "not metered")):
+        held = unmetered_carry(ev, audit, HOPPER)
+        assert held.carries is TargetWork.UNKNOWN and held.status is TargetInstruction.EXECUTED
+        assert held.work.flops_share == 1.0 and why in held.work.reason
+    blackwell = get_architecture("blackwell")
+    held = unmetered_carry(ev, _audit(0.7), blackwell)
+    assert held.carries is TargetWork.UNKNOWN and "no peak tensor rate is known for blackwell" in held.work.reason
+    dummy = with_work(_ev(DUMMY_HACK), GEMM, None, HOPPER)
+    assert unmetered_carry(dummy, None, HOPPER) == dummy  # does not carry: nothing to withhold
+    from ptxcore.gpu.pipeline.judge import GpuJudge
+    from ptxcore.gpu.pipeline.session import SessionOutcome
+
+    out = SessionOutcome()
+    assert GpuJudge._carry_checked(ev, out, HOPPER).carries is TargetWork.UNKNOWN  # the judge applies it
+    out.audit = _audit(0.7)
+    assert GpuJudge._carry_checked(ev, out, HOPPER).carries is TargetWork.CARRIES
 
 
 def test_a_wrapped_mangled_name_in_the_table_layout_is_joined_exactly():

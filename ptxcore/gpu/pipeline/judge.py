@@ -308,6 +308,7 @@ class GpuJudge:
         record_performance(r, out, ref)
         target = tools.target(out)
         verdict = self._counted_is_timed(plan, out, target, arch)
+        target = self._carry_checked(target, out, arch)
         if verdict is not None:
             r.performance = None  # only a PASSED result carries performance
             return r.finish(verdict.status, verdict.reason, log=out.log, target=target)
@@ -325,6 +326,14 @@ class GpuJudge:
         if verdict is not None and verdict.status is EvaluationStatus.INFRA_ERROR:
             raise InfraError(verdict.reason)
         return verdict or tensor_time_verdict(target, out.audit, arch)
+
+    @staticmethod
+    def _carry_checked(target: TargetInstructionEvidence, out: SessionOutcome,
+                       arch: Architecture) -> TargetInstructionEvidence:
+        """A carries verdict the tensor-time rule could not check is withheld (targetwork.unmetered_carry)."""
+        from ptxcore.gpu.pipeline.targetwork import unmetered_carry
+
+        return unmetered_carry(target, out.audit, arch)
 
     def _reference(self, state: WorkloadState, problem: Problem, gpu: GpuContext) -> ReferenceTiming:
         from ptxcore.gpu.pipeline.reference import reference_latency

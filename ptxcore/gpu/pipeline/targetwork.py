@@ -10,7 +10,10 @@ the two checks that the counted call is the timed call.
   that profiled nothing while the timed calls ran kernels is such a difference too (it fails closed).
 - `tensor_time_verdict`: the timed calls' metered tensor-pipe time against the least time the profiled call's
   tensor FLOPs need at the GPU's peak rate; far less is REWARD_HACK (the same kernels, but the tensor work only
-  under the profiler). Needs the device meter's tensor counters (none: no verdict); the slack is calibrated below.
+  under the profiler). Needs the device meter's tensor counters; the slack is calibrated below.
+- `unmetered_carry`: when the rule cannot run (the meter ran without its tensor counters, no meter, no peak rate
+  for the architecture), nothing ties the counted work to the timed calls, so the carries verdict becomes
+  `unknown`: the gate cannot conclude, so it gives no credit (the verdict and the paper's `executed` stay).
 """
 
 from __future__ import annotations
@@ -159,6 +162,26 @@ def tensor_time_ratios(ev: TargetInstructionEvidence, audit: TimingAudit | None,
         return None
     least_ms = work.target_flops / peak * 1e3
     return [t.tensor_active_share * t.busy_median_ms / least_ms for t in trials]
+
+
+def unmetered_carry(ev: TargetInstructionEvidence, audit: TimingAudit | None,
+                    arch: Architecture) -> TargetInstructionEvidence:
+    """The evidence, its work share's `carries` turned to UNKNOWN when the target carried the work in the profiled
+    call but the tensor-time rule has nothing to compare it with (`tensor_time_ratios` is None); unchanged
+    otherwise. A target that carries no FLOPs never reaches CARRIES (TMA bytes alone give at most UNKNOWN)."""
+    work = ev.work
+    if work is None or work.carries is not TargetWork.CARRIES or tensor_time_ratios(ev, audit, arch) is not None:
+        return ev
+    if PEAK_TENSOR_FLOPS_PER_S.get(arch.key) is None:
+        why = f"no peak tensor rate is known for {arch.key}"
+    elif audit is None or not audit.trials:
+        why = "the timed calls were not metered"
+    else:
+        why = "the device meter ran without its tensor counters"
+    reason = (f"{work.reason}; unverified: {why}, so nothing ties these FLOPs to the timed calls "
+              "(the tensor-time rule, issue 25)")[:300]
+    log.warning("target work not credited: %s", why)
+    return ev.model_copy(update={"work": work.model_copy(update={"carries": TargetWork.UNKNOWN, "reason": reason})})
 
 
 def tensor_time_verdict(ev: TargetInstructionEvidence, audit: TimingAudit | None, arch: Architecture,
