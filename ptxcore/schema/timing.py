@@ -55,6 +55,9 @@ class TimingAudit(FrozenModel):
     allowance, is REWARD_HACK."""
     allowance_ms: float = Field(ge=0.0)
     """The rule's absolute allowance per call, ms (two sampling intervals plus a fixed margin)."""
+    call_overhead_ms: float = Field(default=0.0, ge=0.0)
+    """Busy time per call that is not the candidate's work, taken off each trial's busy median before the rule
+    (the trusted baseline's own busy beyond its claim on this workload and host), ms; 0: none known."""
     trials: list[TrialAudit] = Field(default_factory=list)
     """Every timed trial attempt, in order (a run the meter did not cover and that was run again is not one)."""
     uncovered_runs: int = Field(default=0, ge=0)

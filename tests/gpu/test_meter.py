@@ -17,6 +17,7 @@ from ptxcore.gpu.harness.audit import (
     allowance_ns,
     audit_call,
     forged_trial,
+    reference_call_overhead_ms,
     trial_audit,
 )
 from ptxcore.gpu.harness.calls import HOST_STAGES, CallRecord, MeteredTrial, Tolerance
@@ -111,6 +112,39 @@ def test_work_left_running_after_the_reply_counts_against_the_claim():
     c = _call(t, 80, 100 * US, 300 * US, gap_end=2100 * US, judge_span=250 * US)
     assert 1400 * US < c.busy_ns <= 1500 * US and c.after_ns > 1300 * US  # the judge span is subtracted whole
     assert forged_trial(trial_audit(0, 1, [c]), 0.5, allowance_ns(t.interval_ns) / 1e6) is not None
+
+
+def _h200_trial(claimed_ms: float, busy_ms: float) -> TrialAudit:
+    return TrialAudit(trial=0, attempt=1, timed_calls=50, claimed_median_ms=claimed_ms,
+                      window_median_ms=busy_ms + 0.2, busy_median_ms=busy_ms)
+
+
+def test_the_harness_own_busy_time_per_call_does_not_accuse_a_short_honest_kernel():
+    """H200, 2026-12-02: an honest 0.087 ms paged-decode kernel metered 0.337 ms busy a call (every call carries
+    about 0.25 ms of busy time beyond its kernels, the GEMMs' too): the 0.5 rule called it forged. The trusted
+    baseline's own busy beyond its claim on the same host is taken off first; a forger is still caught."""
+    allowance = 0.0396
+    decode = _h200_trial(0.087392, 0.3365371)
+    assert forged_trial(decode, 0.5, allowance) is not None  # the false accusation, before
+    baseline = [_h200_trial(0.3953, 0.6441), _h200_trial(0.3950, 0.6462)]  # its baseline's own trials
+    overhead = reference_call_overhead_ms(baseline)
+    assert overhead == pytest.approx(0.2488)  # the least over its trials
+    assert forged_trial(decode, 0.5, allowance, overhead) is None
+    forged = _h200_trial(0.001, 0.3365371)  # next to nothing claimed for the same work
+    why = forged_trial(forged, 0.5, allowance, overhead)
+    assert why is not None and "less 0.2488 ms of the harness's own per-call busy time" in why
+    # the rule's limit at this size: the allowance (two 10 us intervals + 20 us) is half the kernel, so a claim
+    # of a tenth passes (SECURITY.md, "Timing authority")
+    assert forged_trial(_h200_trial(0.0087, 0.3365371), 0.5, allowance, overhead) is None
+    gemm = _h200_trial(0.0768, 1.0096)  # h12-style: the GEMM's busy, a tenth claimed
+    assert forged_trial(gemm, 0.5, 0.055, 0.30) is not None
+    assert reference_call_overhead_ms([]) == 0.0  # a baseline not metered: nothing taken off
+    assert reference_call_overhead_ms([{"claimed_median_ms": 1.0, "busy_median_ms": None}]) == 0.0
+    assert reference_call_overhead_ms([{"claimed_median_ms": 1.0, "busy_median_ms": 0.9}]) == 0.0  # never negative
+    audit = TimingAudit(meter=MeterStatus.MEASURED, tool="cupti pm", interval_ns=9785, claim_fraction=0.5,
+                        allowance_ms=allowance, call_overhead_ms=overhead, trials=[decode])
+    assert measurement_verdict(audit) is None
+    assert measurement_verdict(audit.model_copy(update={"call_overhead_ms": 0.0})).status is EvaluationStatus.REWARD_HACK
 
 
 def test_trial_medians_and_the_tensor_share():
@@ -266,6 +300,13 @@ def test_the_session_audit_records_every_trial_and_flags_the_forged_one():
     assert measurement_verdict(forged).status is EvaluationStatus.REWARD_HACK
     unmetered = _session(SessionMode.FFI, None)._audit([MeteredTrial(0, 1, [_timed(0, 0, 9, 5)], None)])
     assert unmetered.meter is MeterStatus.DISABLED and unmetered.trials[0].busy_median_ms is None
+    # the plan's harness overhead (the judge sets it from the baseline's audit) reaches the audit and the rule
+    import dataclasses
+
+    s.plan = dataclasses.replace(s.plan, call_overhead_ms=0.25)
+    short = s._audit([MeteredTrial(0, 1, [_timed(0, 100 * US, 400 * US, 24 * US),
+                                          _timed(1, 500 * US, 900 * US, 34 * US)], trace)])
+    assert short.call_overhead_ms == 0.25 and measurement_verdict(short) is None
 
 
 # ---- the call driver: the judge's own stamps ---------------------------------------------------------------
@@ -455,3 +496,23 @@ def test_the_timing_stage_reports_its_parts(monkeypatch):
     st = s.out.stage_seconds
     assert st["timing_calls"] == pytest.approx(0.75)  # only the timing stage's share of the host loop
     assert 0.05 <= st["timed_collect"] < 0.1 <= st["timed_fetch"]
+
+
+def test_the_baselines_cached_audit_gives_the_harness_overhead(tmp_path):
+    """reference_latency hands the candidate's rule the baseline's own busy-beyond-claim, from a cached entry too
+    (an entry of a baseline timed without the meter gives 0)."""
+    from ptxcore.gpu.pipeline.caches import JsonCache
+    from ptxcore.gpu.pipeline.reference import reference_key, reference_latency
+
+    state = SimpleNamespace(problem=SimpleNamespace(name="gqa_paged_decode_h24_kv8_d128_ps1"),
+                            spec=SimpleNamespace(workload_uuid="w-1"))
+    plan = SimpleNamespace(trials=3, warmup=10, iters=50, permute=True)
+    cache = JsonCache(tmp_path)
+    audit = TimingAudit(meter=MeterStatus.MEASURED, tool="cupti pm", interval_ns=9785, claim_fraction=0.5,
+                        allowance_ms=0.04, trials=[_h200_trial(0.3953, 0.6441), _h200_trial(0.3950, 0.6462)])
+    entry = {"latency_ms": 0.3951, "trial_medians_ms": [0.3953, 0.3950], "timing_audit": audit.model_dump(mode="json")}
+    cache.put(reference_key(state, "NVIDIA H200", "580", plan), entry)
+    ref = reference_latency(state, plan, cache, "NVIDIA H200", "580", None, None)
+    assert ref.cached and ref.call_overhead_ms == pytest.approx(0.2488)
+    cache.put(reference_key(state, "NVIDIA H200", "581", plan), {**entry, "timing_audit": None})
+    assert reference_latency(state, plan, cache, "NVIDIA H200", "581", None, None).call_overhead_ms == 0.0

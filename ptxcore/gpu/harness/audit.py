@@ -83,14 +83,27 @@ def trial_audit(trial: int, attempt: int, calls: list[AuditedCall]) -> TrialAudi
         tensor_active_share=share)
 
 
-def forged_trial(audit: TrialAudit, fraction: float, allowance_ms: float) -> str | None:
-    """Why the trial's claim cannot be the GPU work the judge measured, None when it can."""
+def forged_trial(audit: TrialAudit, fraction: float, allowance_ms: float, overhead_ms: float = 0.0) -> str | None:
+    """Why the trial's claim cannot be the GPU work the judge measured, None when it can. `overhead_ms`: busy time
+    per call that is no candidate's work (the trusted baseline's own busy time beyond its claim on this workload
+    and host: `reference_call_overhead_ms`), taken off the busy median before the fraction applies."""
     if audit.busy_median_ms is None:
         return None
-    floor = fraction * audit.busy_median_ms - allowance_ms
+    floor = fraction * max(0.0, audit.busy_median_ms - overhead_ms) - allowance_ms
     if audit.claimed_median_ms < floor:
+        less = f", less {overhead_ms:.4f} ms of the harness's own per-call busy time" if overhead_ms else ""
         return (f"the candidate's process reported {audit.claimed_median_ms:.4f} ms per call, but the judge's own "
                 f"device meter saw the GPU busy {audit.busy_median_ms:.4f} ms per call (trial {audit.trial}, "
-                f"attempt {audit.attempt}; a claim under {fraction:g} x busy - {allowance_ms * 1e3:.0f} us is "
-                "not the work that ran)")
+                f"attempt {audit.attempt}; a claim under {fraction:g} x busy{less} - {allowance_ms * 1e3:.0f} us "
+                "is not the work that ran)")
     return None
+
+
+def reference_call_overhead_ms(trials: list[dict] | list[TrialAudit]) -> float:
+    """The GPU-busy time per call that the harness itself costs on this host: the trusted baseline's busy median
+    minus its claimed median, the least over its trials (0 when not metered). On the H200 (2026-12-02) every
+    metered call showed 0.18-0.30 ms of busy time beyond its kernels' spans (candidates and baselines alike,
+    from 0.09 ms decode kernels to 25 ms GEMMs), which made the 0.5 rule accuse honest kernels under ~0.17 ms."""
+    rows = [t if isinstance(t, dict) else t.model_dump() for t in trials]
+    gaps = [r["busy_median_ms"] - r["claimed_median_ms"] for r in rows if r.get("busy_median_ms") is not None]
+    return max(0.0, min(gaps)) if gaps else 0.0

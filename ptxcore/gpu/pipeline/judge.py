@@ -294,6 +294,7 @@ class GpuJudge:
         from ptxcore.gpu.child.driver import reset_persisting_l2
 
         reset_persisting_l2()  # nothing a previous candidate left persisting in L2 carries over
+        plan = dataclasses.replace(plan, call_overhead_ms=ref.call_overhead_ms)  # the baseline's own, trusted
         session = CandidateSession(plan, state, gpu.flusher, gpu.monitor, self._meter_for(gpu, True))
         tools = ToolsBeforeTiming(gate if self.config.sanitizer else None, evidence, r,
                                   overlap=self.config.overlap_tools)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ptxcore.gpu.errors import InfraError
+from ptxcore.gpu.harness.audit import reference_call_overhead_ms
 from ptxcore.gpu.harness.state import WorkloadState
 from ptxcore.gpu.pipeline.caches import JsonCache, cache_key
 from ptxcore.gpu.pipeline.session import CandidateSession, SessionPlan
@@ -26,6 +27,13 @@ class ReferenceTiming:
     trial_medians_ms: tuple[float, ...]
     cached: bool
     throttle_reasons: tuple[str, ...]
+    call_overhead_ms: float = 0.0
+    """The harness's own GPU-busy time per call, from this measurement's audit (`reference_call_overhead_ms`):
+    the candidate's measurement rule takes it off the busy time (0 when the baseline was not metered)."""
+
+
+def _overhead(audit: dict | None) -> float:
+    return reference_call_overhead_ms((audit or {}).get("trials") or [])
 
 
 def reference_key(state: WorkloadState, gpu_name: str, driver: str, plan: SessionPlan) -> str:
@@ -41,7 +49,7 @@ def reference_latency(state: WorkloadState, plan: SessionPlan, cache: JsonCache,
     hit = cache.get(key)
     if hit is not None:
         return ReferenceTiming(hit["latency_ms"], tuple(hit["trial_medians_ms"]), True,
-                               tuple(hit.get("throttle_reasons", [])))
+                               tuple(hit.get("throttle_reasons", [])), _overhead(hit.get("timing_audit")))
     out = CandidateSession(plan, state, flusher, monitor, meter).run()
     if out.verdict is not None or out.latency_ms <= 0:
         reason = out.verdict.reason if out.verdict else "no kernel time recorded"
@@ -54,5 +62,6 @@ def reference_latency(state: WorkloadState, plan: SessionPlan, cache: JsonCache,
              "timing_audit": out.audit.model_dump(mode="json") if out.audit is not None else None}
     if not reasons:  # a throttled measurement is reported but never cached
         cache.put(key, value)
-    log.info("reference %s: %.4f ms", state.problem.name, out.latency_ms)
-    return ReferenceTiming(out.latency_ms, tuple(value["trial_medians_ms"]), False, tuple(reasons))
+    overhead = _overhead(value["timing_audit"])
+    log.info("reference %s: %.4f ms (harness busy %.4f ms a call)", state.problem.name, out.latency_ms, overhead)
+    return ReferenceTiming(out.latency_ms, tuple(value["trial_medians_ms"]), False, tuple(reasons), overhead)

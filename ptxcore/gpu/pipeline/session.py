@@ -112,6 +112,9 @@ class SessionPlan:
     allowance) is REWARD_HACK."""
     allowance_extra_us: float = 0.0
     """Added to the rule's allowance (two sampling intervals + 20 us), us."""
+    call_overhead_ms: float = 0.0
+    """The harness's own busy time per call on this workload and host (the baseline's audit), taken off the busy
+    median before the measurement rule (TimingAudit.call_overhead_ms)."""
     meter_samples_per_call: int = 100
     """The meter's samples per call (JudgeConfig.meter_samples_per_call)."""
 
@@ -293,8 +296,8 @@ class CandidateSession:
             return TimingAudit(meter=MeterStatus.DISABLED, claim_fraction=self.plan.claim_fraction,
                                allowance_ms=allowance_ms, trials=trials)
         return TimingAudit(meter=MeterStatus.MEASURED, tool=meter.description, interval_ns=interval,
-                           claim_fraction=self.plan.claim_fraction, allowance_ms=allowance_ms, trials=trials,
-                           uncovered_runs=uncovered_runs)
+                           claim_fraction=self.plan.claim_fraction, allowance_ms=allowance_ms,
+                           call_overhead_ms=self.plan.call_overhead_ms, trials=trials, uncovered_runs=uncovered_runs)
 
     def _rules(self, child: ChildProcess, recs: list[CallRecord]) -> Verdict | None:
         if not self.plan.enforce_rules:
