@@ -8,6 +8,11 @@ import os
 import typer
 from typer.core import TyperOption
 
+# Prefect's ephemeral API server must answer its health check within this many seconds (Prefect's default, 20 s, was
+# exceeded on a loaded 2-core machine on 2026-12-02: "Timed out while attempting to connect to ephemeral Prefect API
+# server", a traceback out of `ptxbench adapt build`); a user's own setting wins.
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+
 from . import adapt as adapt_cmd
 from . import campaign as campaign_cmd
 from . import env as env_cmd

@@ -121,12 +121,13 @@ def _h200_trial(claimed_ms: float, busy_ms: float) -> TrialAudit:
 
 def test_the_harness_own_busy_time_per_call_does_not_accuse_a_short_honest_kernel():
     """H200, 2026-12-02: an honest 0.087 ms paged-decode kernel metered 0.337 ms busy a call (every call carries
-    about 0.25 ms of busy time beyond its kernels, the GEMMs' too): the 0.5 rule called it forged. The trusted
-    baseline's own busy beyond its claim on the same host is taken off first; a forger is still caught."""
+    0.16-0.30 ms of busy time beyond its kernels, the GEMMs' too): the 0.5 rule called it forged. Now the
+    baseline's measured harness time is taken off for a pass, the most ever seen for an accusation, and between
+    the two floors the judgement is inconclusive (INFRA_ERROR, never a pass)."""
     allowance = 0.0396
     decode = _h200_trial(0.087392, 0.3365371)
     assert forged_trial(decode, 0.5, allowance) is not None  # the false accusation, before
-    baseline = [_h200_trial(0.3953, 0.6441), _h200_trial(0.3950, 0.6462)]  # its baseline's own trials
+    baseline = [_h200_trial(0.3953, 0.6441), _h200_trial(0.3950, 0.6462)]  # a baseline that shows the overhead
     overhead = reference_call_overhead_ms(baseline)
     assert overhead == pytest.approx(0.2488)  # the least over its trials
     assert forged_trial(decode, 0.5, allowance, overhead) is None
@@ -141,10 +142,27 @@ def test_the_harness_own_busy_time_per_call_does_not_accuse_a_short_honest_kerne
     assert reference_call_overhead_ms([]) == 0.0  # a baseline not metered: nothing taken off
     assert reference_call_overhead_ms([{"claimed_median_ms": 1.0, "busy_median_ms": None}]) == 0.0
     assert reference_call_overhead_ms([{"claimed_median_ms": 1.0, "busy_median_ms": 0.9}]) == 0.0  # never negative
-    audit = TimingAudit(meter=MeterStatus.MEASURED, tool="cupti pm", interval_ns=9785, claim_fraction=0.5,
-                        allowance_ms=allowance, call_overhead_ms=overhead, trials=[decode])
-    assert measurement_verdict(audit) is None
-    assert measurement_verdict(audit.model_copy(update={"call_overhead_ms": 0.0})).status is EvaluationStatus.REWARD_HACK
+
+    def audit(trial: TrialAudit, measured: float, bound: float = 0.30) -> TimingAudit:
+        return TimingAudit(meter=MeterStatus.MEASURED, tool="cupti pm", interval_ns=9785, claim_fraction=0.5,
+                           allowance_ms=allowance, call_overhead_ms=measured, overhead_bound_ms=bound,
+                           trials=[trial])
+
+    assert measurement_verdict(audit(decode, overhead)) is None  # the baseline showed the harness time: PASSED
+    # FlashInfer's baseline shows none (its claimed span has gaps: busy - claim <= 0 on the H200), so the honest
+    # decode kernel is inconclusive: no pass, no accusation
+    v = measurement_verdict(audit(decode, 0.0))
+    assert v.status is EvaluationStatus.INFRA_ERROR and v.reason.startswith("timing audit inconclusive: ")
+    assert "cannot tell this kernel's claim from the harness's time" in v.reason
+    # a forger of this size cannot be told from the harness either: inconclusive as well, so it never passes
+    assert measurement_verdict(audit(forged, 0.0)).status is EvaluationStatus.INFRA_ERROR
+    bigger = _h200_trial(0.01, 0.75)  # a 0.5 ms kernel claimed as 0.01: below the floor even with 0.30 ms off
+    v = measurement_verdict(audit(bigger, 0.0))
+    assert v.status is EvaluationStatus.REWARD_HACK and v.reason.startswith("forged its timing: ")
+    assert measurement_verdict(audit(decode, 0.0, bound=0.0)).status is EvaluationStatus.REWARD_HACK  # old records
+    assert measurement_verdict(audit(gemm, 0.294)).status is EvaluationStatus.REWARD_HACK
+    honest_gemm = _h200_trial(0.827503, 1.0715818)  # the GEMM of the same H200 call, cuBLAS's 0.294 ms off
+    assert measurement_verdict(audit(honest_gemm, 0.2943)) is None
 
 
 def test_trial_medians_and_the_tensor_share():

@@ -188,6 +188,7 @@ class GpuJudge:
                            startup_timeout_s=c.startup_timeout_s, throttle_retries=c.throttle_retries,
                            device=c.device, needed=needed, candidate=candidate,
                            claim_fraction=c.meter_claim_fraction, allowance_extra_us=c.meter_allowance_us,
+                           overhead_bound_ms=c.meter_overhead_bound_us / 1e3,
                            meter_samples_per_call=c.meter_samples_per_call)
 
     # ---- the build -------------------------------------------------------------------------

@@ -115,6 +115,9 @@ class SessionPlan:
     call_overhead_ms: float = 0.0
     """The harness's own busy time per call on this workload and host (the baseline's audit), taken off the busy
     median before the measurement rule (TimingAudit.call_overhead_ms)."""
+    overhead_bound_ms: float = 0.0
+    """The most harness busy time per call allowed for before a claim is called forged
+    (TimingAudit.overhead_bound_ms; JudgeConfig.meter_overhead_bound_us)."""
     meter_samples_per_call: int = 100
     """The meter's samples per call (JudgeConfig.meter_samples_per_call)."""
 
@@ -297,7 +300,9 @@ class CandidateSession:
                                allowance_ms=allowance_ms, trials=trials)
         return TimingAudit(meter=MeterStatus.MEASURED, tool=meter.description, interval_ns=interval,
                            claim_fraction=self.plan.claim_fraction, allowance_ms=allowance_ms,
-                           call_overhead_ms=self.plan.call_overhead_ms, trials=trials, uncovered_runs=uncovered_runs)
+                           call_overhead_ms=self.plan.call_overhead_ms,
+                           overhead_bound_ms=self.plan.overhead_bound_ms, trials=trials,
+                           uncovered_runs=uncovered_runs)
 
     def _rules(self, child: ChildProcess, recs: list[CallRecord]) -> Verdict | None:
         if not self.plan.enforce_rules:

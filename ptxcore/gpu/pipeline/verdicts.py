@@ -128,13 +128,31 @@ def foreign_kernel_verdict(records: list[CallRecord], launched: set[str] | list[
 
 FORGED_TIMING = "forged its timing: "
 """How a forged-timing verdict's reason begins (the judge checks the GPU was not shared before it stands)."""
+INCONCLUSIVE_TIMING = "timing audit inconclusive: "
+"""How the reason of a measurement the meter could neither confirm nor contradict begins (INFRA_ERROR)."""
 
 
 def measurement_verdict(audit: TimingAudit | None) -> Verdict | None:
     """A latency the candidate's process claimed that the judge's own device meter contradicts is forged:
-    REWARD_HACK naming both figures. Without a meter (configured off) there is nothing to contradict it."""
+    REWARD_HACK naming both figures, when the claim is below the rule's floor even with the most harness time
+    per call ever seen taken off the busy time (`overhead_bound_ms`); below the floor with only the baseline's
+    own measured harness time taken off, the meter cannot conclude: INFRA_ERROR, never a pass. Without a meter
+    (configured off) there is nothing to contradict the claim."""
     if audit is None:
         return None
+    bound = max(audit.call_overhead_ms, audit.overhead_bound_ms)
+    for trial in audit.trials:
+        why = forged_trial(trial, audit.claim_fraction, audit.allowance_ms, bound)
+        if why is not None:
+            return Verdict(EvaluationStatus.REWARD_HACK, f"{FORGED_TIMING}{why}")
+    for trial in audit.trials:
+        why = forged_trial(trial, audit.claim_fraction, audit.allowance_ms, audit.call_overhead_ms)
+        if why is not None:
+            return Verdict(EvaluationStatus.INFRA_ERROR,
+                           f"{INCONCLUSIVE_TIMING}{why}; with up to {bound:.2f} ms a call of the harness's own busy "
+                           "time the claim would stand, so the meter cannot tell this kernel's claim from the "
+                           "harness's time (a short kernel: no verdict, SECURITY.md \"Timing authority\")")
+    return None
     for trial in audit.trials:
         why = forged_trial(trial, audit.claim_fraction, audit.allowance_ms, audit.call_overhead_ms)
         if why is not None:
