@@ -433,7 +433,7 @@ def fake_gpu_judge(monkeypatch, tmp_path):
     j._gpu = judge_module.GpuContext({"gpu_name": "H200 (fake)", "driver_version": "0", "cuda_toolkit": "13",
                                       "torch_version": "x"}, None, None, (9, 0))
     monkeypatch.setattr(j, "workload_state", lambda problem, uuid: "state")
-    monkeypatch.setattr(j, "_reference", lambda state, problem, gpu: SimpleNamespace(latency_ms=1.0))
+    monkeypatch.setattr(j, "_reference", lambda state, problem, gpu: SimpleNamespace(latency_ms=1.0, call_overhead_ms=0.0))
     return j, seen
 
 
