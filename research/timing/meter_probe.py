@@ -115,6 +115,12 @@ GMMA_TRIES = (
     ("gr__cycles_active.sum", "gr__cycles_elapsed.max", "sm__inst_executed_pipe_tensor_op_gmma.sum"),
     ("gr__cycles_active.sum", "gr__cycles_elapsed.max", "sm__pipe_tensor_op_hmma_cycles_active.sum",
      "sm__cycles_elapsed.sum"),
+    # the H200's PM-sampling catalog lists this one (TPC.TriageCompute, 2026-12-02 sixth session); the four above
+    # were refused (CUPTI_ERROR_INVALID_PARAMETER): HMMA-only time beside the judge's tensor counter
+    ("gr__cycles_active.sum", "gr__cycles_elapsed.max", "sm__pipe_tensor_cycles_active_realtime.sum",
+     "sm__pipe_tensor_op_hmma_cycles_active_realtime.sum", "sm__cycles_elapsed.sum"),
+    ("gr__cycles_active.sum", "gr__cycles_elapsed.max", "sm__pipe_tensor_op_hmma_cycles_active_realtime.sum",
+     "sm__cycles_elapsed.sum"),
 )
 """Metric sets that would let the meter tell wgmma (HGMMA) tensor time from mma.sync (HMMA) time: the tensor
 counter the judge uses counts both (SECURITY.md, the mma.sync-branch gap). Which ones PM sampling accepts on this
