@@ -59,9 +59,9 @@ class TimingAudit(FrozenModel):
     """Busy time per call that is not the candidate's work, taken off each trial's busy median before the rule
     (the trusted baseline's own busy beyond its claim on this workload and host), ms; 0: none known."""
     overhead_bound_ms: float = Field(default=0.0, ge=0.0)
-    """The most harness busy time per call the rule allows for before it calls a claim forged (at least
-    call_overhead_ms), ms: a claim below the floor after call_overhead_ms but not below the floor after this is
-    inconclusive (INFRA_ERROR); 0 (older records): the floor after call_overhead_ms decides alone."""
+    """The most harness busy time per call the rule allows for, ms: a claim below the floor after this much is
+    forged, one below the floor after call_overhead_ms (capped at this) but not below this one's is inconclusive
+    (INFRA_ERROR); 0 (older records): the floor after call_overhead_ms decides alone."""
     trials: list[TrialAudit] = Field(default_factory=list)
     """Every timed trial attempt, in order (a run the meter did not cover and that was run again is not one)."""
     uncovered_runs: int = Field(default=0, ge=0)

@@ -163,6 +163,9 @@ def test_the_harness_own_busy_time_per_call_does_not_accuse_a_short_honest_kerne
     assert measurement_verdict(audit(gemm, 0.294)).status is EvaluationStatus.REWARD_HACK
     honest_gemm = _h200_trial(0.827503, 1.0715818)  # the GEMM of the same H200 call, cuBLAS's 0.294 ms off
     assert measurement_verdict(audit(honest_gemm, 0.2943)) is None
+    # a baseline figure above the bound (a baseline with busy work outside its spans) is capped at the bound: a
+    # forger gets no wider rule from it
+    assert measurement_verdict(audit(bigger, 5.0)).status is EvaluationStatus.REWARD_HACK
 
 
 def test_trial_medians_and_the_tensor_share():

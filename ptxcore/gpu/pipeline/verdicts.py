@@ -140,13 +140,14 @@ def measurement_verdict(audit: TimingAudit | None) -> Verdict | None:
     (configured off) there is nothing to contradict the claim."""
     if audit is None:
         return None
-    bound = max(audit.call_overhead_ms, audit.overhead_bound_ms)
+    bound = audit.overhead_bound_ms or audit.call_overhead_ms  # 0: a record from before the bound
+    measured = min(audit.call_overhead_ms, bound)  # a baseline's figure never widens the rule past the bound
     for trial in audit.trials:
         why = forged_trial(trial, audit.claim_fraction, audit.allowance_ms, bound)
         if why is not None:
             return Verdict(EvaluationStatus.REWARD_HACK, f"{FORGED_TIMING}{why}")
     for trial in audit.trials:
-        why = forged_trial(trial, audit.claim_fraction, audit.allowance_ms, audit.call_overhead_ms)
+        why = forged_trial(trial, audit.claim_fraction, audit.allowance_ms, measured)
         if why is not None:
             return Verdict(EvaluationStatus.INFRA_ERROR,
                            f"{INCONCLUSIVE_TIMING}{why}; with up to {bound:.2f} ms a call of the harness's own busy "
