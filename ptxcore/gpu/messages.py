@@ -209,10 +209,13 @@ class TimingRow:
     kernels: int
     off_stream: tuple[str, ...] = ()
     kernel_names: tuple[str, ...] = ()
+    active_ns: int = 0
+    """The union of the call's record intervals (CallTiming.active_ns)."""
 
     def to_wire(self) -> dict[str, Any]:
         return {"tag": self.tag, "span_ns": self.span_ns, "records": self.records, "kernels": self.kernels,
-                "off_stream": list(self.off_stream), "kernel_names": list(self.kernel_names)}
+                "off_stream": list(self.off_stream), "kernel_names": list(self.kernel_names),
+                "active_ns": self.active_ns}
 
     @classmethod
     def from_wire(cls, row: Any) -> TimingRow:
@@ -225,7 +228,10 @@ class TimingRow:
         names = [row.get("off_stream", []), row.get("kernel_names", [])]
         if not all(isinstance(n, list) and all(isinstance(x, str) for x in n) for n in names):
             raise ProtocolViolation("a timing row whose names are not strings")
-        return cls(*ints, tuple(names[0]), tuple(names[1]))
+        active = row.get("active_ns", 0)
+        if not isinstance(active, int) or isinstance(active, bool) or not 0 <= active <= ints[1]:
+            raise ProtocolViolation("a timing row whose covered time is not an integer between 0 and its span")
+        return cls(*ints, tuple(names[0]), tuple(names[1]), active)
 
 
 @dataclass(frozen=True)

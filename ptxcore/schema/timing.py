@@ -36,6 +36,9 @@ class TrialAudit(FrozenModel):
     plus any busy time after the reply beyond the judge's own work. None: no meter."""
     busy_after_return_ms: float | None = Field(default=None, ge=0.0)
     """Busy time the meter saw after the replies of the trial's calls beyond the judge's own work, summed, ms."""
+    covered_median_ms: float | None = Field(default=None, ge=0.0)
+    """Median GPU time per timed call the process's records cover (the union of their intervals, at most the
+    claimed span; a span with idle gaps between launches claims more), ms. None: not reported."""
     tensor_active_share: float | None = Field(default=None, ge=0.0, le=1.0)
     """Fraction of the metered busy time of the timed calls during which the tensor pipe was active (SM
     average). None: no meter, or the device did not give the counters."""

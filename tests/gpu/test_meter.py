@@ -142,6 +142,11 @@ def test_the_harness_own_busy_time_per_call_does_not_accuse_a_short_honest_kerne
     assert reference_call_overhead_ms([]) == 0.0  # a baseline not metered: nothing taken off
     assert reference_call_overhead_ms([{"claimed_median_ms": 1.0, "busy_median_ms": None}]) == 0.0
     assert reference_call_overhead_ms([{"claimed_median_ms": 1.0, "busy_median_ms": 0.9}]) == 0.0  # never negative
+    # FlashInfer-like: launches with idle gaps claim a 0.395 ms span for 0.15 ms of GPU work; busy minus the
+    # claim says 0, busy minus the covered time gives the harness's figure
+    gappy = {"claimed_median_ms": 0.395, "busy_median_ms": 0.40, "covered_median_ms": 0.15}
+    assert reference_call_overhead_ms([gappy]) == pytest.approx(0.25)
+    assert reference_call_overhead_ms([{**gappy, "covered_median_ms": None}]) == pytest.approx(0.005)
 
     def audit(trial: TrialAudit, measured: float, bound: float = 0.30) -> TimingAudit:
         return TimingAudit(meter=MeterStatus.MEASURED, tool="cupti pm", interval_ns=9785, claim_fraction=0.5,
@@ -174,6 +179,9 @@ def test_trial_medians_and_the_tensor_share():
     audit = trial_audit(1, 2, calls)
     assert audit.claimed_median_ms == pytest.approx(0.3) and audit.busy_median_ms == pytest.approx(0.2)
     assert audit.window_median_ms == pytest.approx(0.2) and audit.tensor_active_share == pytest.approx(0.8)
+    covered = trial_audit(0, 1, [audit_call(i, 300_000, CallWindow(0, 400_000), t, (i + 1) * 100_000)
+                                 for i in range(3)])
+    assert covered.covered_median_ms == pytest.approx(0.2)  # the median of 0.1, 0.2, 0.3 ms
     bare = trial_audit(0, 1, [audit_call(0, 5000, CallWindow(0, 9000), None)])
     assert bare.busy_median_ms is None and bare.tensor_active_share is None
     assert forged_trial(bare, 0.5, 0.0) is None  # nothing measured, nothing to contradict
@@ -328,6 +336,7 @@ def test_the_session_audit_records_every_trial_and_flags_the_forged_one():
     short = s._audit([MeteredTrial(0, 1, [_timed(0, 100 * US, 400 * US, 24 * US),
                                           _timed(1, 500 * US, 900 * US, 34 * US)], trace)])
     assert short.call_overhead_ms == 0.25 and measurement_verdict(short) is None
+    assert short.trials[0].covered_median_ms is None  # the fake records report no covered time
 
 
 # ---- the call driver: the judge's own stamps ---------------------------------------------------------------

@@ -24,6 +24,21 @@ def test_span_covers_all_records_of_a_call_on_every_stream():
     assert [c.span_ns for c in calls] == [80, 50]
     assert calls[0].off_stream == ("side",) and calls[1].off_stream == ()
     assert calls[0].kernels == 2 and stray == []
+    # the covered time: overlapping records counted once, the gap between the second call's kernels not at all
+    assert [c.active_ns for c in calls] == [80, 45]
+
+
+def test_the_covered_time_travels_and_a_row_cannot_claim_more_than_its_span():
+    from ptxcore.gpu.messages import ProtocolViolation, TimingRow
+
+    row = TimingRow(4, 50, 2, 2, (), ("k",), 45)
+    assert TimingRow.from_wire(row.to_wire()) == row
+    wire = row.to_wire()
+    del wire["active_ns"]
+    assert TimingRow.from_wire(wire).active_ns == 0  # an older child's row: not reported
+    for bad in (51, -1, 4.5, True, "45"):
+        with pytest.raises(ProtocolViolation, match="covered time"):
+            TimingRow.from_wire({**row.to_wire(), "active_ns": bad})
 
 
 def test_records_outside_every_window_are_stray():

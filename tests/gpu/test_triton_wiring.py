@@ -152,7 +152,7 @@ def test_mode_triton_loads_calls_and_reports_launches_and_kernel_names(monkeypat
     assert s.launches({})["kernels"] == ["gemm"]
     reply = TimingsReply.from_data(s.timings({}))
     names = ("_ZN2at6native_fill", "gemm")
-    assert reply.calls == (TimingRow(0, 300, 3, 3, names, names),)
+    assert reply.calls == (TimingRow(0, 300, 3, 3, names, names, 280),)  # 100 + 90 + 90 ns covered
 
 
 def test_only_mode_triton_has_a_launch_report_and_kernel_names(monkeypatch):
@@ -161,7 +161,7 @@ def test_only_mode_triton_has_a_launch_report_and_kernel_names(monkeypatch):
     s.windows.append(child_session.CallWindow(0, 1000, 2000))
     with pytest.raises(RuntimeError, match="mode triton"):
         s.launches({})
-    assert TimingsReply.from_data(s.timings({})).calls == (TimingRow(0, 100, 1, 1, ("k",), ("k",)),)
+    assert TimingsReply.from_data(s.timings({})).calls == (TimingRow(0, 100, 1, 1, ("k",), ("k",), 100),)
 
 
 def test_a_classified_triton_fault_keeps_its_status_and_trimmed_message(capsys):

@@ -49,6 +49,8 @@ class CallTiming:
     kernel_names: tuple[str, ...] = ()
     """Distinct names of the kernels the call ran (at most MAX_KERNEL_NAMES, then one `...` marker that is no
     kernel's name)."""
+    active_ns: int = 0
+    """GPU time the call's records cover: the union of their intervals, at most span_ns (0: not reported)."""
 
 
 def assign_records(
@@ -70,8 +72,21 @@ def assign_records(
         span = (max(r.end_ns for r in recs) - min(r.start_ns for r in recs)) if recs else 0
         off = tuple(sorted({r.name for r in recs if r.stream_id not in env_streams}))
         kernels = sum(1 for r in recs if r.kind == "kernel")
-        timings.append(CallTiming(w.tag, span, len(recs), kernels, off, _kernel_names(recs)))
+        timings.append(CallTiming(w.tag, span, len(recs), kernels, off, _kernel_names(recs), _covered_ns(recs)))
     return timings, stray
+
+
+def _covered_ns(recs: list[ActivityRecord]) -> int:
+    """The union of the records' intervals (overlapping kernels and copies counted once), ns."""
+    total, end = 0, None
+    for r in sorted(recs, key=lambda r: r.start_ns):
+        if end is None or r.start_ns > end:
+            total += r.end_ns - r.start_ns
+            end = r.end_ns
+        elif r.end_ns > end:
+            total += r.end_ns - end
+            end = r.end_ns
+    return total
 
 
 def _kernel_names(recs: list[ActivityRecord]) -> tuple[str, ...]:

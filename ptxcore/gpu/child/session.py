@@ -164,7 +164,7 @@ class Session:
         calib = [w for w in self.windows if w.tag == CALIBRATION_TAG]
         env_streams = {r.stream_id for r in self.records if calib and calib[0].t0_ns <= r.start_ns <= calib[0].t1_ns}
         calls, stray = assign_records(self.windows, self.records, env_streams)
-        rows = tuple(TimingRow(c.tag, c.span_ns, c.records, c.kernels, c.off_stream, c.kernel_names)
+        rows = tuple(TimingRow(c.tag, c.span_ns, c.records, c.kernels, c.off_stream, c.kernel_names, c.active_ns)
                      for c in calls if c.tag != CALIBRATION_TAG)
         return TimingsReply(tuple(sorted(env_streams)), rows, tuple(sorted({r.name for r in stray})[:20])).to_wire()
 

@@ -45,23 +45,26 @@ class AuditedCall:
     busy_ns: float | None
     after_ns: float | None
     tensor_ns: float | None
+    covered_ns: int = 0
+    """The union of the call's record intervals as its process reported it (0: not reported)."""
 
 
 def allowance_ns(interval_ns: int) -> int:
     return 2 * interval_ns + FIXED_ALLOWANCE_NS
 
 
-def audit_call(tag: int, claimed_ns: int, win: CallWindow, trace: MeterTrace | None) -> AuditedCall:
-    """One call's figures; without a trace only the claim and the window."""
+def audit_call(tag: int, claimed_ns: int, win: CallWindow, trace: MeterTrace | None,
+               covered_ns: int = 0) -> AuditedCall:
+    """One call's figures; without a trace only the claim, the window and the covered time."""
     if trace is None:
-        return AuditedCall(tag, claimed_ns, win.window_ns, None, None, None)
+        return AuditedCall(tag, claimed_ns, win.window_ns, None, None, None, covered_ns)
     busy = trace.busy_ns(win.sent_ns, win.replied_ns)
     tensor = trace.tensor_ns(win.sent_ns, win.replied_ns)
     after = 0.0
     if win.gap_end_ns is not None and win.judge_gap_span_ns is not None:
         gap_busy = trace.busy_ns(win.replied_ns, win.gap_end_ns)
         after = max(0.0, gap_busy - win.judge_gap_span_ns - trace.interval_ns)
-    return AuditedCall(tag, claimed_ns, win.window_ns, busy + after, after, tensor)
+    return AuditedCall(tag, claimed_ns, win.window_ns, busy + after, after, tensor, covered_ns)
 
 
 def trial_audit(trial: int, attempt: int, calls: list[AuditedCall]) -> TrialAudit:
@@ -80,7 +83,9 @@ def trial_audit(trial: int, attempt: int, calls: list[AuditedCall]) -> TrialAudi
         window_median_ms=statistics.median(c.window_ns for c in calls) / 1e6,
         busy_median_ms=statistics.median(c.busy_ns for c in calls) / 1e6 if metered else None,
         busy_after_return_ms=sum(c.after_ns or 0.0 for c in calls) / 1e6 if metered else None,
-        tensor_active_share=share)
+        tensor_active_share=share,
+        covered_median_ms=(statistics.median(c.covered_ns for c in calls) / 1e6
+                           if all(c.covered_ns > 0 for c in calls) else None))
 
 
 def forged_trial(audit: TrialAudit, fraction: float, allowance_ms: float, overhead_ms: float = 0.0) -> str | None:
@@ -101,9 +106,11 @@ def forged_trial(audit: TrialAudit, fraction: float, allowance_ms: float, overhe
 
 def reference_call_overhead_ms(trials: list[dict] | list[TrialAudit]) -> float:
     """The GPU-busy time per call that the harness itself costs on this host: the trusted baseline's busy median
-    minus its claimed median, the least over its trials (0 when not metered). On the H200 (2026-12-02) every
+    minus the median time its records cover (their union; its claimed span where a trial has none: a span with
+    idle gaps understates the figure), the least over its trials (0 when not metered). On the H200 (2026-12-02) every
     metered call showed 0.18-0.30 ms of busy time beyond its kernels' spans (candidates and baselines alike,
     from 0.09 ms decode kernels to 25 ms GEMMs), which made the 0.5 rule accuse honest kernels under ~0.17 ms."""
     rows = [t if isinstance(t, dict) else t.model_dump() for t in trials]
-    gaps = [r["busy_median_ms"] - r["claimed_median_ms"] for r in rows if r.get("busy_median_ms") is not None]
+    gaps = [r["busy_median_ms"] - (r.get("covered_median_ms") or r["claimed_median_ms"])
+            for r in rows if r.get("busy_median_ms") is not None]
     return max(0.0, min(gaps)) if gaps else 0.0

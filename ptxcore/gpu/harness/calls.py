@@ -241,7 +241,8 @@ class CallDriver:
         if not reply.ok:
             raise CallFailed(CallRecord(None, "timings", 0, None), reply.error or "no timings")
         timings = self.child.parse(reply.data, TimingsReply.from_data, "reading CUPTI records")
-        by_tag = {c.tag: CallTiming(c.tag, c.span_ns, c.records, c.kernels, c.off_stream, c.kernel_names)
+        by_tag = {c.tag: CallTiming(c.tag, c.span_ns, c.records, c.kernels, c.off_stream, c.kernel_names,
+                                    c.active_ns)
                   for c in timings.calls}
         for rec in self.records:
             rec.timing = by_tag.get(rec.tag)

@@ -293,7 +293,8 @@ class CandidateSession:
             if why is not None:
                 raise InfraError(f"the judge's device meter did not cover trial {run.trial} "
                                  f"({run.attempt} runs): {why}")
-            calls = [audit_call(r.tag, r.timing.span_ns if r.timing else 0, r.window, run.trace) for r in timed]
+            calls = [audit_call(r.tag, r.timing.span_ns if r.timing else 0, r.window, run.trace,
+                                r.timing.active_ns if r.timing else 0) for r in timed]
             trials.append(trial_audit(run.trial, run.attempt, calls))
         if meter is None:
             return TimingAudit(meter=MeterStatus.DISABLED, claim_fraction=self.plan.claim_fraction,
