@@ -90,8 +90,8 @@ def trial_audit(trial: int, attempt: int, calls: list[AuditedCall]) -> TrialAudi
 
 def forged_trial(audit: TrialAudit, fraction: float, allowance_ms: float, overhead_ms: float = 0.0) -> str | None:
     """Why the trial's claim cannot be the GPU work the judge measured, None when it can. `overhead_ms`: busy time
-    per call that is no candidate's work (the trusted baseline's own busy time beyond its claim on this workload
-    and host: `reference_call_overhead_ms`), taken off the busy median before the fraction applies."""
+    per call that is no candidate's work (the trusted baseline's own busy time beyond what its records cover, on
+    this workload and host: `reference_call_overhead_ms`), taken off the busy median before the fraction applies."""
     if audit.busy_median_ms is None:
         return None
     floor = fraction * max(0.0, audit.busy_median_ms - overhead_ms) - allowance_ms
@@ -108,8 +108,8 @@ def reference_call_overhead_ms(trials: list[dict] | list[TrialAudit]) -> float:
     """The GPU-busy time per call that the harness itself costs on this host: the trusted baseline's busy median
     minus the median time its records cover (their union; its claimed span where a trial has none: a span with
     idle gaps understates the figure), the least over its trials (0 when not metered). On the H200 (2026-12-02) every
-    metered call showed 0.18-0.30 ms of busy time beyond its kernels' spans (candidates and baselines alike,
-    from 0.09 ms decode kernels to 25 ms GEMMs), which made the 0.5 rule accuse honest kernels under ~0.17 ms."""
+    metered call showed 0.16-0.30 ms of busy time beyond its kernels' spans (candidates and baselines alike,
+    from 0.09 ms decode kernels to 666 ms spinners), which made the 0.5 rule accuse honest kernels under ~0.17 ms."""
     rows = [t if isinstance(t, dict) else t.model_dump() for t in trials]
     gaps = [r["busy_median_ms"] - (r.get("covered_median_ms") or r["claimed_median_ms"])
             for r in rows if r.get("busy_median_ms") is not None]
