@@ -60,7 +60,8 @@ class TimingAudit(FrozenModel):
     """The rule's absolute allowance per call, ms (two sampling intervals plus a fixed margin)."""
     call_overhead_ms: float = Field(default=0.0, ge=0.0)
     """Busy time per call that is not the candidate's work, taken off each trial's busy median before the rule
-    (the trusted baseline's own busy beyond its claim on this workload and host), ms; 0: none known."""
+    (the trusted baseline's own busy beyond the time its records cover, on this workload and host; the rule caps it
+    at overhead_bound_ms), ms; 0: none known."""
     overhead_bound_ms: float = Field(default=0.0, ge=0.0)
     """The most harness busy time per call the rule allows for, ms: a claim below the floor after this much is
     forged, one below the floor after call_overhead_ms (capped at this) but not below this one's is inconclusive

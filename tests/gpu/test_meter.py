@@ -171,6 +171,10 @@ def test_the_harness_own_busy_time_per_call_does_not_accuse_a_short_honest_kerne
     # a baseline figure above the bound (a baseline with busy work outside its spans) is capped at the bound: a
     # forger gets no wider rule from it
     assert measurement_verdict(audit(bigger, 5.0)).status is EvaluationStatus.REWARD_HACK
+    # the candidate's own covered time (its process reports it) never enters its rule: claiming full coverage
+    # changes nothing for a forger
+    claimed_full = bigger.model_copy(update={"covered_median_ms": 0.75})
+    assert measurement_verdict(audit(claimed_full, 0.0)).status is EvaluationStatus.REWARD_HACK
 
 
 def test_trial_medians_and_the_tensor_share():

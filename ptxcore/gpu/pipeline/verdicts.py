@@ -154,8 +154,3 @@ def measurement_verdict(audit: TimingAudit | None) -> Verdict | None:
                            "time the claim would stand, so the meter cannot tell this kernel's claim from the "
                            "harness's time (a short kernel: no verdict, SECURITY.md \"Timing authority\")")
     return None
-    for trial in audit.trials:
-        why = forged_trial(trial, audit.claim_fraction, audit.allowance_ms, audit.call_overhead_ms)
-        if why is not None:
-            return Verdict(EvaluationStatus.REWARD_HACK, f"{FORGED_TIMING}{why}")
-    return None
