@@ -193,6 +193,17 @@ def test_spans_forged_through_dlsym_are_contradicted_by_the_meter(judge):
     assert trial.claimed_median_ms < 0.2 * trial.busy_median_ms
 
 
+def test_spans_forged_without_their_covered_time_break_the_channel(judge):
+    """h12 as first written: only the spans divided by ten, the time the records cover left as it was, so a row
+    claims more covered time than its span. The wire check rejects the row before the meter is needed (seen on the
+    H200, 2026-12-03: REWARD_HACK, "a timing row whose covered time is not an integer between 0 and its span")."""
+    text = (HOSTILE / "h12_forge_spans_dlsym.cu").read_text()
+    forged = text.replace(", active_ns=c.active_ns // 10", "")
+    assert forged != text
+    r, _ = _judge(judge, "h12_forge_spans_dlsym.cu (span only)", forged)
+    assert r.status is S.REWARD_HACK and "covered time" in r.reason, r.reason
+
+
 def test_an_early_reply_gets_no_inflated_speedup(judge):
     """The harness made to reply before the GPU finished, and its spans divided by ten."""
     r, _ = _judge(judge, "h13_forge_early_reply.cu")
