@@ -21,7 +21,7 @@
 # timeouts are cut to fit it and stages that no longer fit are skipped, so the summary and the tarball are
 # always written inside a device call); <STAGE>_TIMEOUT (e.g. PYTEST_TIMEOUT, SERVICE_PYTEST_TIMEOUT);
 # PYTEST_ARGS (added to the pytest stage, split at spaces, e.g. --deselect ...); PYTEST_K (one -k expression
-# for it, spaces kept: PYTEST_K="env_hostile and h17"); GPUS (default: every visible GPU, e.g. 0,1); PREBUILD (files for prebuild: the controls and the
+# for it, spaces kept: PYTEST_K="env_hostile and h17"); HOSTILE_K (the same for hostile-controls); GPUS (default: every visible GPU, e.g. 0,1); PREBUILD (files for prebuild: the controls and the
 # solutions); OVERHEAD_KERNELS; STAGES_KERNEL; SOL_DIR (/tmp/sol) and SOL_ARGS (e.g. "--server URL", or "--resume": a second
 # call on the warm machine goes on where a timed-out solutions stage stopped);
 # EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; THROUGHPUT_ARGS, ROLLOUT_ARGS, ENV_STEPS_ARGS and METER_PROBE_ARGS (replace the
@@ -201,9 +201,11 @@ stage_hostile_controls() {
   # the controls built first, in parallel (cached ones in a second): on 2026-12-02 unbuilt controls took 115 s more
   # of the stage, one at a time inside pytest, and its last two tests did not fit
   "$PYTHON" benchmarks/device/prebuild.py tests/fixtures/controls/*.cu || return
+  local select=()
+  [ -n "${HOSTILE_K:-}" ] && select=(-k "$HOSTILE_K")  # a subset of the run, in the same order
   PTXBENCH_HOSTILE_OUT=$RUN_OUT/hostile.jsonl PTXBENCH_CONTROLS_OUT=$RUN_OUT/controls.jsonl \
     PTXBENCH_TEST_CACHE=$PTXBENCH_CACHE_DIR "$PYTHON" -m pytest tests/gpu/test_hostile_gpu.py tests/gpu/test_controls.py \
-    -m gpu -p no:cacheprovider -q -rA -s --junitxml="$RUN_OUT/hostile_controls.xml"
+    "${select[@]}" -m gpu -p no:cacheprovider -q -rA -s --junitxml="$RUN_OUT/hostile_controls.xml"
 }
 
 stage_meter() {

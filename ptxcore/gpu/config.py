@@ -63,12 +63,14 @@ class JudgeConfig(FrozenModel):
     meter_claim_fraction: float = Field(default=0.5, gt=0.0, le=1.0)
     """A trial whose claimed median is below this fraction of the metered busy median (minus the allowance) is
     REWARD_HACK. Set from the honest ratios measured on the H200 (SECURITY.md, "Timing authority")."""
-    meter_samples_per_call: int = Field(default=100, ge=4, le=1000)
+    meter_samples_per_call: int = Field(default=25, ge=4, le=1000)
     """Sampling interval of the meter: about this many samples per call (within 2-500 us and 50,000 samples a
     trial; `choose_interval_ns`). The rule's allowance is two intervals + 20 us, so fewer samples widen it. The
-    meter's stop, which decodes and evaluates every sample, was 2.0 s of the GEMM's 3.0 s timing stage on the
-    H200 at 100. A coarser setting is an arm of benchmarks/judge_latency.py; the default stays until the hostile
-    controls (h12) and the honest audits are run with it on the H200."""
+    meter's stop decodes and evaluates every sample: on the H200 (2026-12-02, benchmarks/judge_latency.py, the
+    GEMM side by side) it was 2.0 s of the 3.1 s timing stage at 100 samples a call and 0.57 s of 1.47 s at 25.
+    25 since 2026-12-03, after the hostile controls (h12's forged spans, h15-h18's tensor time) and the honest
+    audits gave the same verdicts at 25 on the H200 (benchmarks/device/RESULTS.md). For the 0.83 ms GEMM the
+    allowance is then about 86 us instead of 37 us."""
     meter_allowance_us: float = Field(default=0.0, ge=0.0)
     """Extra allowance per call added to the rule's own (two sampling intervals + 20 us), us."""
     meter_overhead_bound_us: float = Field(default=400.0, ge=0.0)

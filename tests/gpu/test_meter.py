@@ -76,11 +76,11 @@ def test_the_judges_plan_carries_the_meters_samples_per_call():
     from ptxcore.gpu.pipeline.judge import GpuJudge
     from ptxcore.problems import get_problem
 
-    assert JudgeConfig().meter_samples_per_call == 100
+    assert JudgeConfig().meter_samples_per_call == 25
     judge = object.__new__(GpuJudge)
-    judge.config = JudgeConfig(meter_samples_per_call=25)
+    judge.config = JudgeConfig(meter_samples_per_call=50)
     plan = judge.plan(get_problem("gemm_n7168_k5120"), SessionMode.FFI, {})
-    assert plan.meter_samples_per_call == 25
+    assert plan.meter_samples_per_call == 50
     with pytest.raises(ValueError):
         JudgeConfig(meter_samples_per_call=2)  # too few to bound a call's busy time
 

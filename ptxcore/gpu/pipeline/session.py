@@ -118,7 +118,7 @@ class SessionPlan:
     overhead_bound_ms: float = 0.0
     """The most harness busy time per call allowed for before a claim is called forged
     (TimingAudit.overhead_bound_ms; JudgeConfig.meter_overhead_bound_us)."""
-    meter_samples_per_call: int = 100
+    meter_samples_per_call: int = 25
     """The meter's samples per call (JudgeConfig.meter_samples_per_call)."""
 
     @property
