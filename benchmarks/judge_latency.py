@@ -39,11 +39,11 @@ from ptxcore.gpu.service.client import ProfilerClient  # noqa: E402
 ARMS = {
     "sequential": ({"overlap_tools": False}, ("--prebuild-workers", "0")),
     "overlapped": ({"overlap_tools": True}, ("--prebuild-workers", "2")),
-    "coarse-meter": ({"overlap_tools": True, "meter_samples_per_call": 25}, ("--prebuild-workers", "2")),
+    "fine-meter": ({"overlap_tools": True, "meter_samples_per_call": 100}, ("--prebuild-workers", "2")),
 }
-"""Arms by name (--arms): JudgeConfig overrides and the service's extra arguments. `coarse-meter` is `overlapped`
-with a quarter of the meter's samples per call (JudgeConfig.meter_samples_per_call): what that takes off the
-meter's stop."""
+"""Arms by name (--arms): JudgeConfig overrides and the service's extra arguments. `fine-meter` is `overlapped`
+with the meter's former default of 100 samples per call, four times the default's 25
+(JudgeConfig.meter_samples_per_call): what the coarser default takes off the meter's stop."""
 STAGES = ("build", "workload_and_reference", "correctness", "sanitizer", "memcheck", "ncu", "timing", "total")
 TIMING_PARTS = ("meter_configure", "meter_start", "meter_stop", "gpu_monitor", "timing_calls", "timed_collect",
                 "timed_fetch", "meter_audit")
