@@ -24,7 +24,7 @@
 # for it, spaces kept: PYTEST_K="env_hostile and h17"); HOSTILE_K (the same for hostile-controls); GPUS (default: every visible GPU, e.g. 0,1); PREBUILD (files for prebuild: the controls and the
 # solutions); OVERHEAD_KERNELS; STAGES_KERNEL; SOL_DIR (/tmp/sol) and SOL_ARGS (e.g. "--server URL", or "--resume": a second
 # call on the warm machine goes on where a timed-out solutions stage stopped);
-# EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; THROUGHPUT_ARGS, ROLLOUT_ARGS, ENV_STEPS_ARGS and METER_PROBE_ARGS (replace the
+# EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; TOOL_PHASES_ARGS (e.g. a kernel and --repeats 5); THROUGHPUT_ARGS, ROLLOUT_ARGS, ENV_STEPS_ARGS and METER_PROBE_ARGS (replace the
 # default arguments); BWD_ARGS (added); DIAG_KERNEL and DIAG_PROBLEM; CAMPAIGN_ID (demo-h200x2), CAMPAIGN_SLOTS (2),
 # PROFILER_PORT (8765);
 # and the preamble's (JUDGE_WHEELS, WHEELS, PYTHON, PTXBENCH_SITE, PTXBENCH_BIN, PTXBENCH_CACHE_DIR).
@@ -61,6 +61,7 @@ hostile-controls 480  the hostile controls, then the 15 golden controls: one ord
 sandbox-cost   240  benchmarks/judge_sandbox_cost.py: the GEMM judged with and without the sandbox (A B B A)
 meter          420  benchmarks/meter_audit.py: the library with and without the device meter, honest claim/busy ratios
 latency        480  benchmarks/judge_latency.py \$LATENCY_ARGS: new candidates through a warm service, stage table, per GPU-minute
+tool-phases    300  benchmarks/tool_phases.py: where memcheck's and ncu's seconds go (interpreter, imports, CUDA, child, each tool)
 audit-probe    240  python -m research.timing.audit_probe: honest candidates' timing audits as warm-up/timed counts and the sanitizer vary
 meter-probe    240  python -m research.timing.meter_probe \$METER_PROBE_ARGS: the device meter's coverage of trials of long calls
 bwd-precision   90  python -m research.precision.bwd_h200: dS rounding variants vs the judge's cuDNN refs
@@ -217,6 +218,11 @@ stage_latency() {
   need_service_packages || return
   # shellcheck disable=SC2086 # LATENCY_ARGS is a list of arguments
   "$PYTHON" benchmarks/judge_latency.py --gpus "$(gpu_list | cut -d, -f1)" --out "$RUN_OUT/judge_latency.json" ${LATENCY_ARGS:-}
+}
+
+stage_tool_phases() {
+  # shellcheck disable=SC2086 # TOOL_PHASES_ARGS is a list of arguments
+  "$PYTHON" benchmarks/tool_phases.py --json "$RUN_OUT/tool_phases.json" ${TOOL_PHASES_ARGS:-}
 }
 
 stage_audit_probe() {
