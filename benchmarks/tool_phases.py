@@ -31,6 +31,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ptxcore.sandbox.models import SandboxOutcome
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -93,7 +97,7 @@ def render(stats: dict[str, dict[str, float | int]]) -> str:
 
 
 def _timed(arm: str, stage: str, library: Path, argv: Callable[[Path], list[str]], timeout_s: float,
-           accept: Callable[[object], bool]) -> Run:
+           accept: Callable[[SandboxOutcome], bool]) -> Run:
     from ptxcore.gpu.harness.confine import StageSandbox
 
     env = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"} if stage == "memcheck" else None
@@ -122,21 +126,18 @@ def measure(library: Path, problem: str, workload: str, seed: int, device: int, 
     def profile(inside: Path) -> list[str]:
         return ncu_command(inside, problem, workload, seed, device, calls=2)
 
-    def exit0(o: object) -> bool:
-        return getattr(o, "exit_code", None) == 0
+    def exit0(o: SandboxOutcome) -> bool:  # memcheck exits non-zero when it found an error
+        return o.exit_code == 0
 
-    def clean(o: object) -> bool:  # memcheck exits ERROR_EXIT_CODE when it found an error
-        return getattr(o, "exit_code", None) == 0
+    def counted(o: SandboxOutcome) -> bool:
+        return exit0(o) and "Kernel Name" in o.stdout + o.stderr
 
-    def counted(o: object) -> bool:
-        return exit0(o) and "Kernel Name" in (getattr(o, "stdout", "") + getattr(o, "stderr", ""))
-
-    arms: list[tuple[str, str, Callable[[Path], list[str]], Callable[[object], bool]]] = [
+    arms: list[tuple[str, str, Callable[[Path], list[str]], Callable[[SandboxOutcome], bool]]] = [
         ("interpreter", "memcheck", lambda _p: [sys.executable, "-c", "pass"], exit0),
         ("imports", "memcheck", lambda _p: [sys.executable, "-c", IMPORTS], exit0),
         ("cuda", "memcheck", lambda _p: [sys.executable, "-c", CUDA], exit0),
         ("child", "memcheck", child, exit0),
-        ("memcheck", "memcheck", sanitize, clean),
+        ("memcheck", "memcheck", sanitize, exit0),
         ("ncu", "ncu", profile, counted),
     ]
     runs: list[Run] = []
@@ -147,7 +148,7 @@ def measure(library: Path, problem: str, workload: str, seed: int, device: int, 
                   file=sys.stderr, flush=True)
         t0 = time.monotonic()
         with ThreadPoolExecutor(max_workers=2) as pool:
-            both = [pool.submit(_timed, "memcheck", "memcheck", library, sanitize, timeout_s, clean),
+            both = [pool.submit(_timed, "memcheck", "memcheck", library, sanitize, timeout_s, exit0),
                     pool.submit(_timed, "ncu", "ncu", library, profile, timeout_s, counted)]
             ok = all(f.result().ok for f in both)
         runs.append(Run("memcheck | ncu", time.monotonic() - t0, ok))
@@ -174,6 +175,9 @@ def main() -> int:
         return 3
     if args.repeats < 1:
         print(f"--repeats must be at least 1, not {args.repeats}", file=sys.stderr)
+        return 2
+    if not Path(args.kernel).is_file():
+        print(f"{args.kernel}: no such kernel file", file=sys.stderr)
         return 2
     config = JudgeConfig()
     problem = get_problem(args.problem)
