@@ -11,6 +11,8 @@ root, same kernel, same counts):
                worker builds the candidate it takes (--prebuild-workers 0, overlap_tools false)
   overlapped   memcheck and ncu side by side before timing (overlap_tools), queued candidates built by the
                service's prebuild threads while the GPU judges others
+  prestarted   overlapped, with memcheck's and ncu's runs started before their candidate is known (tool,
+               interpreter, imports; prestart_tools: the default judge)
 
 Per arm: the first candidate on the fresh service (cold: workload state and reference latency included), then
 --latency candidates one at a time (wall from submit to verdict, as a client sees it), then --prebuilt
@@ -37,13 +39,16 @@ from service_bench_common import REPO, start, table, tmp_work_dir, write_json  #
 from ptxcore.gpu.service.client import ProfilerClient  # noqa: E402
 
 ARMS = {
-    "sequential": ({"overlap_tools": False}, ("--prebuild-workers", "0")),
-    "overlapped": ({"overlap_tools": True}, ("--prebuild-workers", "2")),
-    "fine-meter": ({"overlap_tools": True, "meter_samples_per_call": 100}, ("--prebuild-workers", "2")),
+    "sequential": ({"overlap_tools": False, "prestart_tools": False}, ("--prebuild-workers", "0")),
+    "overlapped": ({"overlap_tools": True, "prestart_tools": False}, ("--prebuild-workers", "2")),
+    "prestarted": ({"overlap_tools": True, "prestart_tools": True}, ("--prebuild-workers", "2")),
+    "fine-meter": ({"overlap_tools": True, "prestart_tools": True, "meter_samples_per_call": 100},
+                   ("--prebuild-workers", "2")),
 }
-"""Arms by name (--arms): JudgeConfig overrides and the service's extra arguments. `fine-meter` is `overlapped`
-with the meter's former default of 100 samples per call, four times the default's 25
-(JudgeConfig.meter_samples_per_call): what the coarser default takes off the meter's stop."""
+"""Arms by name (--arms): JudgeConfig overrides and the service's extra arguments. `prestarted` (the default
+judge) is `overlapped` with each candidate's memcheck and ncu runs started before it is known
+(JudgeConfig.prestart_tools, ptxcore.gpu.harness.prestart). `fine-meter` is `prestarted` with the meter's
+former default of 100 samples per call, four times the default's 25 (JudgeConfig.meter_samples_per_call)."""
 STAGES = ("build", "workload_and_reference", "correctness", "sanitizer", "memcheck", "ncu", "timing", "total")
 TIMING_PARTS = ("meter_configure", "meter_start", "meter_stop", "gpu_monitor", "timing_calls", "timed_collect",
                 "timed_fetch", "meter_audit")
@@ -160,7 +165,7 @@ def main() -> int:
     ap.add_argument("--gpus", default="0", type=lambda s: [int(g) for g in s.split(",")])
     ap.add_argument("--kernel", type=Path, default=REPO / "solutions" / "gemm_n7168_k5120" / "wgmma_tma_ws.cu")
     ap.add_argument("--problem", default=None, help="default: the kernel's folder name")
-    ap.add_argument("--arms", default="sequential,overlapped")
+    ap.add_argument("--arms", default="overlapped,prestarted")
     ap.add_argument("--latency", type=int, default=2, help="new candidates judged one at a time")
     ap.add_argument("--prebuilt", type=int, default=1, help="new candidates built first, then judged")
     ap.add_argument("--stream", type=int, default=4, help="new candidates submitted at once")

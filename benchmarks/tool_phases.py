@@ -13,6 +13,13 @@ Each arm runs `--repeats` times, in the candidate's stage sandbox with the comma
   memcheck        the child under compute-sanitizer memcheck, as the judge runs it
   ncu             the child under ncu (2 calls, the last one counted), as the judge runs it
   memcheck | ncu  both at once, as the judge overlaps them (one wall time)
+  prestarted memcheck, prestarted ncu, prestarted pair
+                  the judge's runs started before the candidate (harness.prestart), given PRESTART_LEAD_S to
+                  import, then timed from the request to the end (the pair: both at once)
+  memcheck: imports, memcheck: cuda, ncu: imports, ncu: cuda
+                  the imports (then the CUDA context) under each tool with the judge's flags: what a tool
+                  process started before its candidate is known (nothing on the GPU yet) would already have
+                  done, and what its CUDA context costs under the tool
 
 The table gives each arm's median, least and most seconds, then the differences between medians that split the
 pair's time: the interpreter, the imports, the CUDA context, the child's own work, and each tool's own cost
@@ -42,7 +49,9 @@ sys.path.insert(0, str(REPO))
 DEFAULT_KERNEL = REPO / "solutions" / "gemm_n7168_k5120" / "wgmma_tma_ws.cu"
 IMPORTS = "import torch, tvm_ffi; import ptxcore.gpu.child.standalone, ptxcore.gpu.harness.workloads"
 CUDA = IMPORTS + "; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"
-ARMS = ("interpreter", "imports", "cuda", "child", "memcheck", "ncu", "memcheck | ncu")
+ARMS = ("interpreter", "imports", "cuda", "child", "memcheck", "ncu", "memcheck | ncu",
+        "prestarted memcheck", "prestarted ncu", "prestarted pair",
+        "memcheck: imports", "memcheck: cuda", "ncu: imports", "ncu: cuda")
 SPLITS = (
     ("interpreter start", "interpreter", None),
     ("the child's imports", "imports", "interpreter"),
@@ -51,6 +60,13 @@ SPLITS = (
     ("memcheck's own cost", "memcheck", "child"),
     ("ncu's own cost", "ncu", "child"),
     ("the pair beyond the longer tool", "memcheck | ncu", "ncu"),
+    ("memcheck's start (tool, interpreter, imports)", "memcheck: imports", None),
+    ("memcheck's CUDA context", "memcheck: cuda", "memcheck: imports"),
+    ("memcheck after its CUDA context", "memcheck", "memcheck: cuda"),
+    ("ncu's start (tool, interpreter, imports)", "ncu: imports", None),
+    ("ncu's CUDA context", "ncu: cuda", "ncu: imports"),
+    ("ncu after its CUDA context", "ncu", "ncu: cuda"),
+    ("the pair, prestarted against fresh", "prestarted pair", "memcheck | ncu"),
 )
 """(label, arm, minus arm): the differences of medians that split the pair's time."""
 
@@ -111,6 +127,33 @@ def _timed(arm: str, stage: str, library: Path, argv: Callable[[Path], list[str]
     return Run(arm, seconds, ok, note)
 
 
+PRESTART_LEAD_S = 8.0
+"""How long a prestarted run is given to import before its request (the judge's lead: a build, or the gap
+between candidates)."""
+
+
+def _prestarted(stages: tuple[str, ...], library: Path, requests: dict[str, dict], timeout_s: float,
+                accept: dict[str, Callable[[SandboxOutcome], bool]]) -> Run:
+    """The judge's prestarted runs of `stages`, their request written after PRESTART_LEAD_S; seconds from the
+    requests to the last end."""
+    from ptxcore.gpu.harness.prestart import WaitingRun
+
+    runs = [WaitingRun(stage) for stage in stages]
+    try:
+        time.sleep(PRESTART_LEAD_S)
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+            outs = list(pool.map(lambda r: r.go(library, requests[r.stage], timeout_s), runs))
+        seconds = time.monotonic() - t0
+    finally:
+        for r in runs:
+            r.close()
+    bad = [f"{r.stage}: {o.status.value} exit {o.exit_code}: {(o.stderr or o.stdout)[-200:]}"
+           for r, o in zip(runs, outs, strict=True) if not accept[r.stage](o)]
+    arm = "prestarted pair" if len(stages) > 1 else f"prestarted {stages[0]}"
+    return Run(arm, seconds, not bad, "; ".join(bad))
+
+
 def measure(library: Path, problem: str, workload: str, seed: int, device: int, repeats: int,
             timeout_s: float = 300.0) -> list[Run]:
     from ptxcore.gpu.harness.ncu import ncu_command
@@ -126,6 +169,12 @@ def measure(library: Path, problem: str, workload: str, seed: int, device: int, 
     def profile(inside: Path) -> list[str]:
         return ncu_command(inside, problem, workload, seed, device, calls=2)
 
+    def under(tool: Callable[[Path], list[str]], code: str) -> Callable[[Path], list[str]]:
+        def argv(inside: Path) -> list[str]:
+            cmd = tool(inside)
+            return [*cmd[:cmd.index(sys.executable)], sys.executable, "-c", code]
+        return argv
+
     def exit0(o: SandboxOutcome) -> bool:  # memcheck exits non-zero when it found an error
         return o.exit_code == 0
 
@@ -139,6 +188,10 @@ def measure(library: Path, problem: str, workload: str, seed: int, device: int, 
         ("child", "memcheck", child, exit0),
         ("memcheck", "memcheck", sanitize, exit0),
         ("ncu", "ncu", profile, counted),
+        ("memcheck: imports", "memcheck", under(sanitize, IMPORTS), exit0),
+        ("memcheck: cuda", "memcheck", under(sanitize, CUDA), exit0),
+        ("ncu: imports", "ncu", under(profile, IMPORTS), exit0),
+        ("ncu: cuda", "ncu", under(profile, CUDA), exit0),
     ]
     runs: list[Run] = []
     for i in range(repeats):
@@ -146,6 +199,14 @@ def measure(library: Path, problem: str, workload: str, seed: int, device: int, 
             runs.append(_timed(arm, stage, library, argv, timeout_s, accept))
             print(f"repeat {i + 1}/{repeats} {arm}: {runs[-1].seconds:.2f} s{'' if runs[-1].ok else ' FAILED'}",
                   file=sys.stderr, flush=True)
+        requests = {"memcheck": {"problem": problem, "workload": workload, "seed": seed, "device": device,
+                                 "calls": 1},
+                    "ncu": {"problem": problem, "workload": workload, "seed": seed, "device": device, "calls": 2}}
+        accept = {"memcheck": exit0, "ncu": counted}
+        for stages in (("memcheck",), ("ncu",), ("memcheck", "ncu")):
+            runs.append(_prestarted(stages, library, requests, timeout_s, accept))
+            print(f"repeat {i + 1}/{repeats} {runs[-1].arm}: {runs[-1].seconds:.2f} s"
+                  f"{'' if runs[-1].ok else ' FAILED'}", file=sys.stderr, flush=True)
         t0 = time.monotonic()
         with ThreadPoolExecutor(max_workers=2) as pool:
             both = [pool.submit(_timed, "memcheck", "memcheck", library, sanitize, timeout_s, exit0),

@@ -50,6 +50,10 @@ class JudgeConfig(FrozenModel):
     overlap_tools: bool = True
     """Run the memcheck gate and the Nsight Compute counting run side by side, after correctness and before the
     timed trials (both end before the first timed call; issue 27). False: memcheck before timing, ncu after it."""
+    prestart_tools: bool = True
+    """Start the next candidate's memcheck and ncu runs ahead (tool, interpreter and imports, then waiting with
+    nothing on the GPU) so that only their candidate's part is on the critical path (harness.prestart; issue 27).
+    A TVM-FFI candidate's first run of each tool only; every verdict is the fresh run's."""
     call_timeout_s: float = Field(default=30.0, gt=0)
     """Wall-clock limit of one candidate call (hang -> TIMEOUT), seconds."""
     startup_timeout_s: float = Field(default=120.0, gt=0)

@@ -111,7 +111,13 @@ class Sandbox:
     def run(self, cmd: list[str], timeout_s: float, cwd: str | None = None) -> SandboxOutcome:
         """Run `cmd` to its end or to the deadline; a bad command is an outcome, a broken sandbox raises."""
         started = time.monotonic()
-        proc = self.spawn(cmd, cwd=cwd)
+        return self.finish(self.spawn(cmd, cwd=cwd), timeout_s, started)
+
+    def finish(self, proc: SandboxProcess, timeout_s: float, started: float | None = None) -> SandboxOutcome:
+        """Read a spawned process's output until it ends or `timeout_s` from `started` (default now) passes, then
+        kill what is left of its sandbox: run()'s second half, for a process started before its work was known
+        (ptxcore.gpu.harness.prestart). Its stdout and stderr must be pipes."""
+        started = time.monotonic() if started is None else started
         out, err = Capture(self.policy.output_limit_bytes), Capture(self.policy.output_limit_bytes)
         finished = pump(proc, {proc.popen.stdout: out, proc.popen.stderr: err}, started + timeout_s)
         status = bytes(proc.status)

@@ -62,3 +62,15 @@ def test_an_arm_runs_in_the_candidates_stage_sandbox(tmp_path):
     bad = tp._timed("interpreter", "ncu", lib, lambda _p: [sys.executable, "-c", "raise SystemExit(4)"], 60.0,
                     lambda o: o.exit_code == 0)
     assert not bad.ok and "exit 4" in bad.note
+
+
+def test_each_tools_start_and_context_split_from_its_own_imports_and_cuda_arms():
+    tp = _load()
+    runs = _runs(tp, {"memcheck": [5.0], "ncu": [7.0], "memcheck: imports": [2.5], "memcheck: cuda": [3.5],
+                      "ncu: imports": [3.0], "ncu: cuda": [4.5]})
+    got = dict(tp.splits(tp.summary(runs)))
+    assert abs(got["memcheck's start (tool, interpreter, imports)"] - 2.5) < 1e-9
+    assert abs(got["memcheck's CUDA context"] - 1.0) < 1e-9
+    assert abs(got["memcheck after its CUDA context"] - 1.5) < 1e-9
+    assert abs(got["ncu's CUDA context"] - 1.5) < 1e-9
+    assert abs(got["ncu after its CUDA context"] - 2.5) < 1e-9

@@ -19,6 +19,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,10 +44,16 @@ SECRET = "ptxbench-hostile-secret-7f3a9c"
 FIRST: dict = {}  # the correct kernel's result before the attacks
 
 
+JUDGES: list[GpuJudge] = []
+"""The module's judge, whose prestarted tool runs (waiting for the next candidate) are its own processes."""
+
+
 def _processes_mentioning(word: str) -> list[str]:
+    """Processes whose command line has `word`, but for the judge's waiting tool runs (left out by PID)."""
+    ours = set().union(*(j.tools.prestarted.pids() for j in JUDGES))
     out = []
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
+        if entry.name.isdigit() and int(entry.name) not in ours:
             try:
                 cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             except OSError:
@@ -62,9 +69,13 @@ def _tree_digest(root: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def judge(tmp_path_factory) -> GpuJudge:
+def judge(tmp_path_factory) -> Iterator[GpuJudge]:
     os.environ["PTXBENCH_TEST_SECRET"] = SECRET  # in the judge's environment: no candidate may see it
-    return GpuJudge(JudgeConfig(cache_dir=tmp_path_factory.mktemp("hostile-judge"), **CONFIG))
+    judge = GpuJudge(JudgeConfig(cache_dir=tmp_path_factory.mktemp("hostile-judge"), **CONFIG))
+    JUDGES.append(judge)
+    yield judge
+    judge.close()
+    JUDGES.remove(judge)
 
 
 def _judge(judge: GpuJudge, name: str, source: str | None = None):

@@ -4,6 +4,8 @@
     python -m ptxcore.gpu.child sanitize --library kernel.so --problem NAME --workload UUID --seed S
     python -m ptxcore.gpu.child profile  --library kernel.so --problem NAME --workload UUID --seed S
     python -m ptxcore.gpu.child sanitize|profile --triton-source kernel.py --triton-cache DIR --problem NAME ...
+    python -m ptxcore.gpu.child sanitize|profile --request request.json   (started before its candidate: it
+        imports, then waits for the judge's request file: library, problem, workload, seed, device, calls)
 
 `session` (correctness and timing, child.session); `sanitize` (under compute-sanitizer memcheck) and
 `profile` (under ncu) generate their own inputs from a seed with torch (child.standalone).
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from ptxcore.gpu.messages import SessionMode
 
@@ -31,17 +34,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workload")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--calls", type=int, default=1)
+    p.add_argument("--request")
     args = p.parse_args(argv)
-    if args.mode != "session" and (args.library is None) == (args.triton_source is None):
-        p.error("sanitize/profile take exactly one of --library or --triton-source")
+    given = [x for x in (args.library, args.triton_source, args.request) if x is not None]
+    if args.mode != "session" and len(given) != 1:
+        p.error("sanitize/profile take exactly one of --library, --triton-source or --request")
     if args.triton_source is not None and args.triton_cache is None:
         p.error("--triton-source needs --triton-cache (the session's Triton cache)")
     if args.mode == "session":
         from ptxcore.gpu.child.session import run_session
 
         return run_session(args.cmd_fd, args.reply_fd, args.device, SessionMode(args.session_mode))
-    from ptxcore.gpu.child.standalone import run_standalone
+    from ptxcore.gpu.child.standalone import (
+        RequestError,
+        await_request,
+        import_for_run,
+        requested,
+        run_standalone,
+    )
 
+    if args.request is not None:
+        import_for_run()
+        try:
+            args = requested(args, await_request(Path(args.request)))
+        except RequestError as exc:
+            print(f"ptxbench child: {exc}", file=sys.stderr, flush=True)
+            return 2
     return run_standalone(args, profile=args.mode == "profile")
 
 

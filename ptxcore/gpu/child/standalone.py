@@ -10,14 +10,63 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ptxcore.gpu.child import driver
 
 NVTX_RANGE = "ptxbench_call"
+REQUEST_POLL_S = 0.005
+REQUEST_WAIT_S = 3600.0
+"""A child started before its candidate (`--request FILE`, ptxcore.gpu.harness.prestart) looks for the file every
+5 ms and gives up after an hour (the judge replaces a waiting run long before)."""
+REQUEST_FIELDS = {"library": str, "problem": str, "workload": str, "seed": int, "device": int, "calls": int}
+
+
+class RequestError(ValueError):
+    """The request file is missing past its wait, or is not the request the judge writes."""
+
+
+def await_request(path: Path, poll_s: float = REQUEST_POLL_S, max_wait_s: float = REQUEST_WAIT_S) -> dict:
+    """The judge's request once its file exists (the judge writes it whole: aside, then renamed): the candidate's
+    library as this process sees it and the run's arguments. Call after the imports and before anything touches
+    CUDA, so that a waiting process holds nothing on the GPU."""
+    deadline = time.monotonic() + max_wait_s
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise RequestError(f"no request at {path} within {max_wait_s:.0f} s")
+        time.sleep(poll_s)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise RequestError(f"request {path} is not JSON: {exc}") from exc
+    if not isinstance(data, dict) or set(data) != set(REQUEST_FIELDS):
+        raise RequestError(f"request {path} must have exactly the fields {', '.join(REQUEST_FIELDS)}")
+    for name, kind in REQUEST_FIELDS.items():
+        if type(data[name]) is not kind:
+            raise RequestError(f"request field {name} must be {kind.__name__}, not {type(data[name]).__name__}")
+    if data["calls"] < 1 or data["seed"] < 0 or data["device"] < 0:
+        raise RequestError("request fields calls (>= 1), seed and device (>= 0) are out of range")
+    return data
+
+
+def requested(args: argparse.Namespace, data: dict) -> argparse.Namespace:
+    """`args` with the request's fields in place of the command line's."""
+    return argparse.Namespace(**{**vars(args), **data, "request": None, "triton_source": None, "triton_cache": None})
+
+
+def import_for_run() -> None:
+    """What run_standalone and a TVM-FFI candidate import (none of it touches CUDA): done before a prestarted
+    child waits, so that its wait is all that is left of its start."""
+    import torch  # noqa: F401
+    import tvm_ffi  # noqa: F401
+
+    import ptxcore.gpu.harness.workloads  # noqa: F401
+    import ptxcore.problems  # noqa: F401
 
 
 def _candidate(args: argparse.Namespace) -> tuple[Callable, contextlib.AbstractContextManager]:

@@ -225,10 +225,17 @@ class StageSandbox:
                 if not path.is_symlink() and path.stat().st_uid != self.box.uid:
                     os.chown(path, self.box.uid, self.box.uid)
         elif isinstance(c, Path):
-            copy = self.box.scratch / LIBRARY_NAME
-            shutil.copyfile(c, copy)
-            copy.chmod(0o555)
-            self.candidate = Path(self.box.inside(LIBRARY_NAME))
+            self.candidate = self.hand_in(c)
+
+    def hand_in(self, library: Path) -> Path:
+        """Copy a built library into the scratch directory, read-only; its path as the stage's processes see it.
+        Also for a stage opened without its candidate (ptxcore.gpu.harness.prestart), before any of the
+        candidate's code runs there: nothing in the scratch directory is the candidate's yet."""
+        copy = self.box.scratch / LIBRARY_NAME
+        copy.unlink(missing_ok=True)  # never through a name something else put there
+        shutil.copyfile(library, copy)
+        copy.chmod(0o555)
+        return Path(self.box.inside(LIBRARY_NAME))
 
     def __exit__(self, *exc: object) -> None:
         self.box.__exit__(*exc)
@@ -241,11 +248,29 @@ class StageSandbox:
     def kill(self, proc: SandboxProcess) -> None:
         self.box.kill(proc)
 
+    def finish(self, proc: SandboxProcess, timeout_s: float) -> SandboxOutcome:
+        """A spawned tool's end (Sandbox.finish), its deadline `timeout_s` from now."""
+        return self.box.finish(proc, timeout_s)
+
+    def write(self, name: str, text: str) -> None:
+        """Put a file in the scratch directory under `name`, whole when it appears (written aside, then renamed),
+        owned by the stage's user."""
+        aside = self.box.scratch / f".{name}.part"
+        aside.unlink(missing_ok=True)
+        aside.write_text(text)
+        self.box.give(aside)
+        os.replace(aside, self.box.scratch / name)
+
     def run(self, argv: list[str], timeout_s: float) -> SandboxOutcome:
-        """Run a tool (compute-sanitizer, ncu) to its end; the tool by its real path, which the toolkit's
-        bind shows whatever links led to it on the host (an interpreter keeps its own: a venv needs it)."""
-        tool = argv[0] if argv[0] == sys.executable else os.path.realpath(argv[0])
-        return self.box.run([tool, *argv[1:]], timeout_s)
+        """Run a tool (compute-sanitizer, ncu) to its end, by its real path (real_tool)."""
+        return self.box.run(real_tool(argv), timeout_s)
+
+
+def real_tool(argv: list[str]) -> list[str]:
+    """`argv` with the tool by its real path, which the toolkit's bind shows whatever links led to it on the host
+    (an interpreter keeps its own: a venv needs it)."""
+    tool = argv[0] if argv[0] == sys.executable else os.path.realpath(argv[0])
+    return [tool, *argv[1:]]
 
 
 def outcome_returncode(outcome: SandboxOutcome) -> int | None:

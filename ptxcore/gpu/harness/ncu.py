@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ptxcore.arch import Architecture
 from ptxcore.gpu.child.standalone import NVTX_RANGE
+from ptxcore.gpu.harness.sanitizer import Prestarted, on_prestarted
 from ptxcore.gpu.harness.triton import TritonFiles, candidate_args
 from ptxcore.sandbox import SandboxStatus, SandboxUnavailableError
 from ptxcore.sass.tools import find_tool
@@ -164,18 +165,29 @@ def evidence_from_text(text: str, arch: Architecture, returncode: int, tool: str
     )
 
 
-def ncu_command(library: Path | TritonFiles, problem: str, workload: str, seed: int, device: int,
-                calls: int | None = None) -> list[str]:
-    """`library`: the TVM-FFI build, or a Triton candidate's files (kernel.py + the session's cache). `calls`: how
-    many calls the child makes, the last one counted (None: drawn from PROFILED_CALLS). Kernel names are printed
-    mangled, as CUPTI names the timed calls' kernels (harness.kernelset compares the two)."""
-    n = calls if calls is not None else secrets.choice(PROFILED_CALLS)
+def drawn_calls() -> int:
+    """How many calls a counting run makes (PROFILED_CALLS), drawn afresh."""
+    return secrets.choice(PROFILED_CALLS)
+
+
+def ncu_tool() -> list[str]:
+    """ncu with the counting run's flags, before the child's command line."""
     return [
         find_tool("ncu"), "--replay-mode", "application", "--clock-control", "none",
         "--page", "source", "--print-source", "sass", "--print-kernel-base", "mangled",
         "--metrics", "inst_executed,thread_inst_executed_true",
         "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/", "--nvtx-include", f"{NVTX_RANGE}]",
-        sys.executable, "-m", "ptxcore.gpu.child", "profile", *candidate_args(library),
+    ]
+
+
+def ncu_command(library: Path | TritonFiles, problem: str, workload: str, seed: int, device: int,
+                calls: int | None = None) -> list[str]:
+    """`library`: the TVM-FFI build, or a Triton candidate's files (kernel.py + the session's cache). `calls`: how
+    many calls the child makes, the last one counted (None: drawn from PROFILED_CALLS). Kernel names are printed
+    mangled, as CUPTI names the timed calls' kernels (harness.kernelset compares the two)."""
+    n = calls if calls is not None else drawn_calls()
+    return [
+        *ncu_tool(), sys.executable, "-m", "ptxcore.gpu.child", "profile", *candidate_args(library),
         "--problem", problem, "--workload", workload, "--seed", str(seed), "--device", str(device),
         "--calls", str(n),
     ]
@@ -234,9 +246,11 @@ class EvidenceCache:
 def profile_target(
     library: Path | TritonFiles, problem: str, workload: str, seed: int, device: int, arch: Architecture,
     timeout_s: float, raw_log: Path | None = None, kernel_names: list[str] | None = None,
+    prestarted: Prestarted | None = None,
 ) -> TargetInstructionEvidence:
     """Run ncu once, in the candidate's sandbox; `unknown` evidence (never an exception) when it fails. `kernel_names`: profile only these
-    kernels (a Triton candidate's launched kernels: `--kernel-name regex:^(...)$`)."""
+    kernels (a Triton candidate's launched kernels: `--kernel-name regex:^(...)$`). `prestarted(timeout_s)`: the
+    run on an ncu process started before the candidate was known (ptxcore.gpu.harness.prestart)."""
     from ptxcore.gpu.harness.confine import StageSandbox, outcome_returncode
 
     def argv(inside: Path | TritonFiles) -> list[str]:
@@ -248,8 +262,10 @@ def profile_target(
         return cmd
 
     try:
-        with StageSandbox("ncu", library) as stage:
-            outcome = stage.run(argv(stage.candidate), timeout_s)
+        outcome = on_prestarted(prestarted, timeout_s)
+        if outcome is None:
+            with StageSandbox("ncu", library) as stage:
+                outcome = stage.run(argv(stage.candidate), timeout_s)
     except SandboxUnavailableError as exc:
         return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, static=StaticTarget.PRESENT,
                                          profile=FAILED, tool="ncu", reason=f"ncu not run: {exc}"[:500])

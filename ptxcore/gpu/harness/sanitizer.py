@@ -20,10 +20,27 @@ from pathlib import Path
 
 from ptxcore.gpu.errors import InfraError
 from ptxcore.gpu.harness.triton import TritonFiles, candidate_args
-from ptxcore.sandbox import SandboxStatus, SandboxUnavailableError
+from ptxcore.sandbox import SandboxOutcome, SandboxStatus, SandboxUnavailableError
 from ptxcore.sass.tools import find_tool
 
 log = logging.getLogger(__name__)
+
+Prestarted = Callable[[float], SandboxOutcome]
+"""A tool run started before its candidate, given its deadline: the run's outcome (ptxcore.gpu.harness.prestart)."""
+
+
+def on_prestarted(prestarted: Prestarted | None, timeout_s: float) -> SandboxOutcome | None:
+    """The run's outcome on its prestarted process; None when there is none or it no longer waited (the caller
+    then runs the tool afresh)."""
+    from ptxcore.gpu.harness.prestart import PrestartLost
+
+    if prestarted is None:
+        return None
+    try:
+        return prestarted(timeout_s)
+    except PrestartLost as exc:
+        log.warning("%s: running it afresh", exc)
+        return None
 
 ERROR_EXIT_CODE = 86
 REPORT_LIMIT_CHARS = 3000
@@ -75,26 +92,37 @@ def trim_report(text: str, limit: int = REPORT_LIMIT_CHARS) -> str:
     return out if len(out) <= limit else out[:limit] + f"\n... [{len(out) - limit} more characters trimmed]"
 
 
+MEMCHECK_ENV = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+"""The memcheck stage's environment: every tensor its own allocation (module docstring)."""
+
+
+def memcheck_tool() -> list[str]:
+    """compute-sanitizer memcheck with the gate's flags, before the child's command line."""
+    return [find_tool("compute-sanitizer"), "--tool", "memcheck", "--error-exitcode", str(ERROR_EXIT_CODE),
+            "--print-limit", "20", "--show-backtrace", "device"]
+
+
 def memcheck_command(library: Path | TritonFiles, problem: str, workload: str, seed: int, device: int,
                      calls: int) -> list[str]:
     """`library`: the TVM-FFI build, or a Triton candidate's files (kernel.py + the session's cache)."""
     return [
-        find_tool("compute-sanitizer"), "--tool", "memcheck", "--error-exitcode", str(ERROR_EXIT_CODE),
-        "--print-limit", "20", "--show-backtrace", "device",
-        sys.executable, "-m", "ptxcore.gpu.child", "sanitize", *candidate_args(library),
+        *memcheck_tool(), sys.executable, "-m", "ptxcore.gpu.child", "sanitize", *candidate_args(library),
         "--problem", problem, "--workload", workload, "--seed", str(seed), "--device", str(device),
         "--calls", str(calls),
     ]
 
 
 def run_memcheck_once(candidate: Path | TritonFiles, argv: Callable[[Path | TritonFiles], list[str]],
-                      timeout_s: float) -> MemcheckRun:
-    """One memcheck run in the candidate's sandbox; `argv(candidate as the sandbox sees it)` is the command."""
+                      timeout_s: float, prestarted: Prestarted | None = None) -> MemcheckRun:
+    """One memcheck run in the candidate's sandbox; `argv(candidate as the sandbox sees it)` is the command, or
+    `prestarted(timeout_s)` runs it on a memcheck process started before the candidate was known (prestart)."""
     from ptxcore.gpu.harness.confine import StageSandbox, outcome_returncode
 
     try:
-        with StageSandbox("memcheck", candidate, env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}) as stage:
-            outcome = stage.run(argv(stage.candidate), timeout_s)
+        outcome = on_prestarted(prestarted, timeout_s)
+        if outcome is None:
+            with StageSandbox("memcheck", candidate, env=MEMCHECK_ENV) as stage:
+                outcome = stage.run(argv(stage.candidate), timeout_s)
     except SandboxUnavailableError as exc:
         raise InfraError(f"memcheck not run: {exc}") from exc
     out = outcome.stdout + outcome.stderr
@@ -111,11 +139,12 @@ def run_memcheck_once(candidate: Path | TritonFiles, argv: Callable[[Path | Trit
 
 
 def run_memcheck(candidate: Path | TritonFiles, argv: Callable[[Path | TritonFiles], list[str]], timeout_s: float,
-                 max_runs: int) -> list[MemcheckRun]:
-    """Run until a conclusive outcome (clean, errors, timeout) or `max_runs` runs."""
+                 max_runs: int, prestarted: Prestarted | None = None) -> list[MemcheckRun]:
+    """Run until a conclusive outcome (clean, errors, timeout) or `max_runs` runs; the first on `prestarted`
+    when given, any further one in a fresh sandbox."""
     runs: list[MemcheckRun] = []
-    for _ in range(max_runs):
-        run = run_memcheck_once(candidate, argv, timeout_s)
+    for i in range(max_runs):
+        run = run_memcheck_once(candidate, argv, timeout_s, prestarted if i == 0 else None)
         runs.append(run)
         if run.outcome is not MemcheckOutcome.INCONCLUSIVE:
             break

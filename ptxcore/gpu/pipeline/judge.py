@@ -12,11 +12,12 @@ candidates; the profiling service runs one per GPU and calls its public stage me
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -169,6 +170,7 @@ class GpuJudge:
         """The problem's default workload state and reference latency, ahead of any candidate."""
         with self._lock:
             gpu = self.gpu()
+            self.tools.prestart()
             return self._reference(self.workload_state(problem, None), problem, gpu)
 
     def use_reference_cache(self, root: Path) -> None:
@@ -227,7 +229,7 @@ class GpuJudge:
     # ---- the judgement ----------------------------------------------------------------------
     def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
               workload_uuid: str | None = None, language: Language | str = Language.CUDA) -> JudgeResult:
-        with self._lock:
+        with self._lock, self._prestarting(language):
             r, built, early = self._built(source, problem, arch, compiled=compiled, workload_uuid=workload_uuid,
                                            language=language)
             if early is not None:
@@ -238,6 +240,23 @@ class GpuJudge:
             except InfraError as exc:
                 log.error("infrastructure error judging %s: %s", problem.name, exc)
                 return r.finish(EvaluationStatus.INFRA_ERROR, str(exc)[:1000])
+
+    @contextlib.contextmanager
+    def _prestarting(self, language: Language | str) -> Iterator[None]:
+        """A TVM-FFI candidate's judgement with its tool runs started ahead (they start while it builds, or
+        were started at the end of the last one), and the next candidate's started when it ends."""
+        cuda = Language(language) is Language.CUDA
+        if cuda:
+            self.tools.prestart()
+        try:
+            yield
+        finally:
+            if cuda:
+                self.tools.prestart()
+
+    def close(self) -> None:
+        """End what the judge keeps running between candidates (the prestarted tool runs)."""
+        self.tools.prestarted.close()
 
     def _gpu_for(self, problem: Problem, arch: Architecture, r: ResultBuilder) -> GpuContext:
         gpu = self.gpu()
@@ -350,7 +369,7 @@ class GpuJudge:
                       compiled: CompiledCandidate | None = None, workload_uuid: str | None = None,
                       language: Language | str = Language.CUDA) -> JudgeResult:
         """The memcheck gate alone: SANITIZE_CLEAN, or the verdict memcheck reached."""
-        with self._lock:
+        with self._lock, self._prestarting(language):
             r, built, early = self._built(source, problem, arch, compiled=compiled, workload_uuid=workload_uuid,
                                            language=language)
             if early is not None:
@@ -367,7 +386,7 @@ class GpuJudge:
                      compiled: CompiledCandidate | None = None, workload_uuid: str | None = None,
                      language: Language | str = Language.CUDA) -> JudgeResult:
         """The target-instruction check alone (ncu failure: unknown): PROFILED."""
-        with self._lock:
+        with self._lock, self._prestarting(language):
             r, built, early = self._built(source, problem, arch, compiled=compiled, workload_uuid=workload_uuid,
                                            language=language)
             if early is not None:

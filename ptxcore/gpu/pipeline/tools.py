@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 from ptxcore.arch import Architecture
 from ptxcore.gpu.config import JudgeConfig
 from ptxcore.gpu.errors import InfraError
-from ptxcore.gpu.harness.ncu import EvidenceCache, profile_target
-from ptxcore.gpu.harness.sanitizer import MemcheckOutcome, memcheck_command, run_memcheck
+from ptxcore.gpu.harness.ncu import EvidenceCache, drawn_calls, profile_target
+from ptxcore.gpu.harness.prestart import PrestartedTools
+from ptxcore.gpu.harness.sanitizer import MemcheckOutcome, Prestarted, memcheck_command, run_memcheck
 from ptxcore.gpu.pipeline.caches import JsonCache, cache_key
 from ptxcore.gpu.pipeline.verdicts import Verdict
 from ptxcore.problems import Problem
@@ -40,6 +41,22 @@ class ToolStages:
         self.memcheck_cache = JsonCache(root / "memcheck")
         self.evidence_cache = EvidenceCache(root / "ncu")
         self.ncu_logs = root / "ncu-logs"
+        self.prestarted = PrestartedTools(enabled=config.prestart_tools)
+
+    def prestart(self) -> None:
+        """Have the next candidate's memcheck and ncu runs waiting (harness.prestart); the ones this judgement
+        does not need stay for the next."""
+        c = self.config
+        self.prestarted.fill([stage for stage, on in (("memcheck", c.sanitizer), ("ncu", c.ncu)) if on])
+
+    def _prestarted(self, stage: str, candidate: Path | TritonFiles, request: dict) -> Prestarted | None:
+        """The stage's run on its waiting process, for a built library (None: a Triton candidate, or none waits)."""
+        if not isinstance(candidate, Path):
+            return None
+        run = self.prestarted.take(stage)
+        if run is None:
+            return None
+        return lambda timeout_s: run.go(candidate, request, timeout_s)
 
     def memcheck(self, compiled: CompiledCandidate, problem: Problem, workload: str,
                  result: ResultBuilder) -> Verdict | None:
@@ -58,9 +75,12 @@ class ToolStages:
             result.sanitizer = SanitizerSummary.model_validate(hit["summary"])
             return None if hit["outcome"] == "clean" else Verdict(EvaluationStatus.RUNTIME_ERROR, hit["reason"])
         seed = problem.extension.seed + TOOL_SEED_OFFSET
+        request = {"problem": problem.name, "workload": workload, "seed": seed, "device": c.device,
+                   "calls": c.sanitizer_calls}
         runs = run_memcheck(candidate, lambda inside: memcheck_command(inside, problem.name, workload, seed, c.device,
                                                                       c.sanitizer_calls),
-                            c.sanitizer_timeout_s, c.sanitizer_max_runs)
+                            c.sanitizer_timeout_s, c.sanitizer_max_runs,
+                            prestarted=self._prestarted("memcheck", candidate, request))
         last = runs[-1]
         result.sanitizer = SanitizerSummary(ran=len(runs), errors=last.errors, report=last.report)
         if last.outcome is MemcheckOutcome.TIMEOUT:
@@ -108,9 +128,12 @@ class ToolStages:
         if hit is not None:
             return hit
         self.ncu_logs.mkdir(parents=True, exist_ok=True)
-        ev = profile_target(compiled.artifact, problem.name, workload,
-                            problem.extension.seed + TOOL_SEED_OFFSET, self.config.device, arch,
-                            self.config.ncu_timeout_s, self.ncu_logs / f"{res.source_sha256[:16]}.txt")
+        seed = problem.extension.seed + TOOL_SEED_OFFSET
+        request = {"problem": problem.name, "workload": workload, "seed": seed, "device": self.config.device,
+                   "calls": drawn_calls()}
+        ev = profile_target(compiled.artifact, problem.name, workload, seed, self.config.device, arch,
+                            self.config.ncu_timeout_s, self.ncu_logs / f"{res.source_sha256[:16]}.txt",
+                            prestarted=self._prestarted("ncu", compiled.artifact, request))
         ev = ev.model_copy(update={"source_sha256": res.source_sha256, "cubin_sha256": res.cubin_sha256})
         self.evidence_cache.store(ev)
         return ev

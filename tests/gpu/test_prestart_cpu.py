@@ -1,0 +1,189 @@
+"""Tool runs started before their candidate (ptxcore.gpu.harness.prestart), on a CPU host with the real bubblewrap:
+the request the child waits for, a run that serves one candidate and leaves nothing, a deadline that counts from
+the request, a run that died while waiting never used, and the memcheck gate reaching its verdict on one.
+Commands stand in for compute-sanitizer and ncu (none here): they wait with the child's own await_request."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import pytest
+
+from ptxcore.gpu.child.main import main as child_main
+from ptxcore.gpu.child.standalone import RequestError, await_request
+from ptxcore.gpu.harness import prestart
+from ptxcore.gpu.harness.prestart import PrestartedTools, PrestartLost, WaitingRun
+from ptxcore.sandbox import SandboxStatus, find_bwrap
+from tests.waiting import wait_for
+
+try:
+    find_bwrap()
+except Exception:  # noqa: BLE001 - the sandbox's own tests say why
+    pytest.skip("bubblewrap is not installed here", allow_module_level=True)
+
+REQUEST = {"problem": "gemm_n7168_k5120", "workload": "w0", "seed": 1042, "device": 0, "calls": 3}
+ECHO = ("import json, sys; from pathlib import Path\n"
+        "from ptxcore.gpu.child.standalone import await_request\n"
+        "print('waiting', flush=True)\n"
+        "r = await_request(Path(sys.argv[1]))\n"
+        "print(json.dumps(r)); print(open(r['library'], 'rb').read().decode())\n"
+        "{after}\n")
+
+
+def _echo(after: str = ""):
+    return lambda request: [sys.executable, "-c", ECHO.format(after=after), request]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+# ---- the child's request ------------------------------------------------------------------------------
+
+def test_the_request_is_read_once_its_file_appears(tmp_path):
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({**REQUEST, "library": "/scratch/kernel.so"}))
+    assert await_request(path) == {**REQUEST, "library": "/scratch/kernel.so"}
+
+
+@pytest.mark.parametrize("text, why", [
+    ("not json", "not JSON"),
+    (json.dumps({**REQUEST}), "exactly the fields"),
+    (json.dumps({**REQUEST, "library": "/k.so", "extra": 1}), "exactly the fields"),
+    (json.dumps({**REQUEST, "library": "/k.so", "calls": "3"}), "calls must be int"),
+    (json.dumps({**REQUEST, "library": "/k.so", "seed": True}), "seed must be int"),
+    (json.dumps({**REQUEST, "library": "/k.so", "calls": 0}), "out of range"),
+    (json.dumps([1, 2]), "exactly the fields"),
+])
+def test_a_request_that_is_not_the_judges_is_refused(tmp_path, text, why):
+    path = tmp_path / "request.json"
+    path.write_text(text)
+    with pytest.raises(RequestError, match=why):
+        await_request(path)
+
+
+def test_a_request_that_never_comes_ends_the_wait(tmp_path):
+    t0 = time.monotonic()
+    with pytest.raises(RequestError, match="no request"):
+        await_request(tmp_path / "request.json", poll_s=0.01, max_wait_s=0.2)
+    assert time.monotonic() - t0 < 5
+
+
+def test_the_child_takes_one_way_to_its_candidate_and_a_bad_request_is_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        child_main(["sanitize", "--library", "/k.so", "--request", str(tmp_path / "r.json")])
+    assert exc.value.code == 2
+    (tmp_path / "r.json").write_text("{}")
+    assert child_main(["profile", "--request", str(tmp_path / "r.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("ptxbench child: request") and "exactly the fields" in err[-1]
+
+
+# ---- one waiting run ------------------------------------------------------------------------------------
+
+def test_a_waiting_run_serves_its_candidate_then_leaves_nothing(tmp_path):
+    lib = tmp_path / "kernel.so"
+    lib.write_text("candidate library bytes")
+    run = WaitingRun("memcheck", _echo(), env={})
+    scratch = run.sandbox.box.scratch
+    assert run.ready() and not (scratch / "kernel.so").exists()  # nothing of a candidate before its request
+    monitor = run.proc.popen.pid
+    out = run.go(lib, REQUEST, 60)
+    assert out.status is SandboxStatus.EXITED and out.exit_code == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "waiting"
+    got = json.loads(lines[1])
+    assert got == {**REQUEST, "library": "/scratch/kernel.so"}  # the copy inside, not the host's path
+    assert lines[2] == "candidate library bytes"
+    assert not run.alive() and not scratch.exists() and not _alive(monitor)
+    with pytest.raises(PrestartLost):  # used once
+        run.go(lib, REQUEST, 60)
+
+
+def test_the_deadline_counts_from_the_request_and_a_hang_is_killed(tmp_path):
+    lib = tmp_path / "kernel.so"
+    lib.write_text("x")
+    run = WaitingRun("ncu", _echo("import time; time.sleep(600)"), env={})
+    time.sleep(1.5)  # waiting longer than the deadline is not charged to the candidate
+    members = run.proc.member_pids()
+    t0 = time.monotonic()
+    out = run.go(lib, REQUEST, 1.0)
+    assert out.status is SandboxStatus.TIMED_OUT and time.monotonic() - t0 < 15
+    wait_for(lambda: not any(_alive(p) for p in members), 10, "no process of the run left")
+
+
+def test_a_run_that_died_while_waiting_is_never_used(tmp_path):
+    lib = tmp_path / "kernel.so"
+    lib.write_text("x")
+    run = WaitingRun("memcheck", lambda _r: [sys.executable, "-c", "raise SystemExit(7)"], env={})
+    wait_for(lambda: not run.alive(), 30, "the run to end")
+    with pytest.raises(PrestartLost, match="ended while waiting"):
+        run.go(lib, REQUEST, 60)
+
+
+# ---- the pool -----------------------------------------------------------------------------------------
+
+def test_the_pool_keeps_one_run_per_stage_and_replaces_a_dead_one(tmp_path, monkeypatch):
+    made: list[WaitingRun] = []
+
+    def factory(stage: str) -> WaitingRun:
+        first_ncu = stage == "ncu" and not any(r.stage == "ncu" for r in made)
+        code = "raise SystemExit(3)" if first_ncu else "import time; time.sleep(600)"
+        made.append(WaitingRun(stage, lambda _r: [sys.executable, "-c", code], env={}))
+        return made[-1]
+
+    pool = PrestartedTools(factory=factory)
+    try:
+        pool.fill()
+        assert [r.stage for r in made] == ["memcheck", "ncu"]
+        wait_for(lambda: not made[1].alive(), 30, "the first ncu run to end")
+        assert pool.waiting() == ["memcheck"]
+        pids = pool.pids()
+        assert made[0].proc.popen.pid in pids and len(pids) >= 2
+        assert pool.take("ncu") is None  # dead: closed, not handed out
+        pool.fill()
+        assert [r.stage for r in made] == ["memcheck", "ncu", "ncu"]  # the live memcheck run kept
+        taken = pool.take("memcheck")
+        assert taken is made[0] and pool.take("memcheck") is None
+        taken.close()
+    finally:
+        pool.close()
+    assert not any(r.alive() for r in made)
+
+
+def test_a_disabled_pool_starts_nothing():
+    pool = PrestartedTools(enabled=False, factory=lambda stage: pytest.fail("started a run"))
+    pool.fill()
+    assert pool.waiting() == [] and pool.take("memcheck") is None
+
+
+def test_the_memcheck_gate_reaches_its_verdict_on_a_prestarted_run(tmp_path, monkeypatch):
+    """The gate's verdict from the waiting run's output, with no fresh run (no compute-sanitizer here: a fresh
+    run would fail to find it); the candidate's library is the one handed in."""
+    from ptxcore.gpu.config import JudgeConfig
+    from ptxcore.gpu.pipeline.result import ResultBuilder
+    from ptxcore.gpu.pipeline.tools import ToolStages
+    from ptxcore.problems import get_problem
+
+    summary = "print('========= ERROR SUMMARY: 2 errors'); raise SystemExit(86)"
+    monkeypatch.setattr(prestart, "child_command", lambda stage, request: [
+        sys.executable, "-c", ECHO.format(after=summary), request])
+    tools = ToolStages(tmp_path, JudgeConfig(cache_dir=tmp_path, ncu=False))
+    tools.prestart()
+    assert tools.prestarted.waiting() == ["memcheck"]
+    lib = tmp_path / "kernel.so"
+    lib.write_text("the candidate")
+    problem = get_problem("gemm_n7168_k5120")
+    r = ResultBuilder(problem.name, problem.workload(None).uuid, "hopper")
+    verdict = tools.memcheck_run("key-1", lib, problem, r.workload, r)
+    assert verdict is not None and "2 memory error" in verdict.reason
+    assert r.sanitizer.ran == 1 and r.sanitizer.errors == 2
+    assert tools.prestarted.waiting() == []  # used: the next candidate gets a new one
+    tools.prestarted.close()
