@@ -24,7 +24,7 @@
 # for it, spaces kept: PYTEST_K="env_hostile and h17"); HOSTILE_K (the same for hostile-controls); GPUS (default: every visible GPU, e.g. 0,1); PREBUILD (files for prebuild: the controls and the
 # solutions); OVERHEAD_KERNELS; STAGES_KERNEL; SOL_DIR (/tmp/sol) and SOL_ARGS (e.g. "--server URL", or "--resume": a second
 # call on the warm machine goes on where a timed-out solutions stage stopped);
-# EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; TOOL_PHASES_ARGS (e.g. a kernel and --repeats 5); THROUGHPUT_ARGS, ROLLOUT_ARGS, ENV_STEPS_ARGS and METER_PROBE_ARGS (replace the
+# EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; TOOL_PHASES_ARGS (e.g. a kernel and --repeats 5); BUILD_TIME_ARGS; THROUGHPUT_ARGS, ROLLOUT_ARGS, ENV_STEPS_ARGS and METER_PROBE_ARGS (replace the
 # default arguments); BWD_ARGS (added); DIAG_KERNEL and DIAG_PROBLEM; CAMPAIGN_ID (demo-h200x2), CAMPAIGN_SLOTS (2),
 # PROFILER_PORT (8765);
 # and the preamble's (JUDGE_WHEELS, WHEELS, PYTHON, PTXBENCH_SITE, PTXBENCH_BIN, PTXBENCH_CACHE_DIR).
@@ -62,6 +62,7 @@ sandbox-cost   240  benchmarks/judge_sandbox_cost.py: the GEMM judged with and w
 meter          420  benchmarks/meter_audit.py: the library with and without the device meter, honest claim/busy ratios
 latency        480  benchmarks/judge_latency.py \$LATENCY_ARGS: new candidates through a warm service, stage table, per GPU-minute
 tool-phases    300  benchmarks/tool_phases.py: where memcheck's and ncu's seconds go (interpreter, imports, CUDA, child, each tool)
+build-time     180  benchmarks/build_time.py \$BUILD_TIME_ARGS: the compile stage of new candidates by phase (nvcc, gate, SASS)
 audit-probe    240  python -m research.timing.audit_probe: honest candidates' timing audits as warm-up/timed counts and the sanitizer vary
 meter-probe    240  python -m research.timing.meter_probe \$METER_PROBE_ARGS: the device meter's coverage of trials of long calls
 bwd-precision   90  python -m research.precision.bwd_h200: dS rounding variants vs the judge's cuDNN refs
@@ -223,6 +224,12 @@ stage_latency() {
 stage_tool_phases() {
   # shellcheck disable=SC2086 # TOOL_PHASES_ARGS is a list of arguments
   "$PYTHON" benchmarks/tool_phases.py --json "$RUN_OUT/tool_phases.json" ${TOOL_PHASES_ARGS:-}
+}
+
+stage_build_time() {
+  # the base configuration is this tree too (no git history on the device): the phases, and any --flags arms
+  # shellcheck disable=SC2086 # BUILD_TIME_ARGS is a list of arguments
+  "$PYTHON" benchmarks/build_time.py --base "$REPO" --json "$RUN_OUT/build_time.json" ${BUILD_TIME_ARGS:---variants 2 --nvcc-phases}
 }
 
 stage_audit_probe() {
