@@ -161,7 +161,7 @@ def configurations(args, scratch: Path) -> list[tuple[str, Path, list[str]]]:
 
 
 def run_job(tree: Path, job: dict) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(tree), "PTXBENCH_KNOWLEDGE_PACKS_DIR": str(tree / "knowledge_packs")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != REPO]]), "PTXBENCH_KNOWLEDGE_PACKS_DIR": str(tree / "knowledge_packs")}
     proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(job)], capture_output=True,
                           text=True, env=env, cwd=str(tree))
     if proc.returncode != 0:

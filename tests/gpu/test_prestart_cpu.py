@@ -187,3 +187,31 @@ def test_the_memcheck_gate_reaches_its_verdict_on_a_prestarted_run(tmp_path, mon
     assert r.sanitizer.ran == 1 and r.sanitizer.errors == 2
     assert tools.prestarted.waiting() == []  # used: the next candidate gets a new one
     tools.prestarted.close()
+
+
+def test_a_deeper_pool_hands_out_its_oldest_run_first_and_refills_to_its_depth():
+    made: list[WaitingRun] = []
+
+    def factory(stage: str) -> WaitingRun:
+        made.append(WaitingRun(stage, lambda _r: [sys.executable, "-c", "import time; time.sleep(600)"], env={}))
+        return made[-1]
+
+    with pytest.raises(ValueError, match="at least 1"):
+        PrestartedTools(depth=0)
+    pool = PrestartedTools(factory=factory, depth=2)
+    try:
+        pool.fill(["ncu"])
+        assert pool.waiting() == ["ncu", "ncu"] and len(made) == 2
+        first = pool.take("ncu")
+        assert first is made[0]  # the one that has imported longest
+        first.close()
+        pool.fill(["ncu"])
+        assert len(made) == 3 and pool.waiting() == ["ncu", "ncu"]
+        made[1].close()  # ended while waiting: skipped, the next ready one handed out
+        second = pool.take("ncu")
+        assert second is made[2]
+        second.close()
+        assert pool.take("ncu") is None
+    finally:
+        pool.close()
+    assert not any(r.alive() for r in made)

@@ -112,55 +112,63 @@ class WaitingRun:
 
 
 class PrestartedTools:
-    """At most one waiting run per tool stage (memcheck, ncu) for the next candidate of one judge (one GPU).
-    Thread-safe: the judge's two tool threads take their runs at once."""
+    """Up to `depth` waiting runs per tool stage (memcheck, ncu) for the next candidates of one judge (one GPU),
+    handed out oldest first. Depth 1 has a run ready for a candidate that comes a few seconds after the last one
+    ended (its imports took 4.5 s on the H200 host); back-to-back prebuilt candidates find it still importing, which
+    a depth of 2 covers (its run started a whole judgement earlier). Thread-safe: the judge's two tool threads take
+    their runs at once."""
 
-    def __init__(self, enabled: bool = True, factory: Callable[[str], WaitingRun] = WaitingRun) -> None:
-        self.enabled = enabled
+    def __init__(self, enabled: bool = True, factory: Callable[[str], WaitingRun] = WaitingRun,
+                 depth: int = 1) -> None:
+        if depth < 1:
+            raise ValueError(f"prestart depth must be at least 1, not {depth}")
+        self.enabled, self.depth = enabled, depth
         self._factory = factory
-        self._runs: dict[str, WaitingRun] = {}
+        self._runs: dict[str, list[WaitingRun]] = {}
         self._lock = threading.Lock()
         atexit.register(self.close)
 
     def fill(self, stages: Sequence[str] = STAGES) -> None:
-        """Start a waiting run for each of `stages` that has none ready. Cheap (the imports go on in the
-        children); a host where the sandbox or a tool is missing starts nothing (the fresh run then says why)."""
+        """Start waiting runs until each of `stages` has `depth` ready (one that ended or waited too long is
+        closed first). Cheap (the imports go on in the children); a host where the sandbox or a tool is missing
+        starts nothing (the fresh run then says why)."""
         if not self.enabled:
             return
         with self._lock:
             for stage in stages:
-                run = self._runs.get(stage)
-                if run is not None and run.ready():
-                    continue
-                if run is not None:
+                runs = self._runs.setdefault(stage, [])
+                for run in [r for r in runs if not r.ready()]:
                     run.close()
-                    del self._runs[stage]
-                try:
-                    self._runs[stage] = self._factory(stage)
-                except (SandboxUnavailableError, ToolNotFoundError, OSError) as exc:
-                    log.warning("no prestarted %s run: %s", stage, exc)
+                    runs.remove(run)
+                while len(runs) < self.depth:
+                    try:
+                        runs.append(self._factory(stage))
+                    except (SandboxUnavailableError, ToolNotFoundError, OSError) as exc:
+                        log.warning("no prestarted %s run: %s", stage, exc)
+                        break
 
     def take(self, stage: str) -> WaitingRun | None:
-        """The stage's waiting run, now the caller's (to `go` once, or close); None when none is ready."""
-        with self._lock:
-            run = self._runs.pop(stage, None)
-        if run is not None and not run.ready():
+        """The stage's oldest ready run, now the caller's (to `go` once, or close); None when none is ready."""
+        while True:
+            with self._lock:
+                runs = self._runs.get(stage, [])
+                run = runs.pop(0) if runs else None
+            if run is None or run.ready():
+                return run
             log.warning("prestarted %s run not used: %s", stage,
                         "waited too long" if run.alive() else f"ended while waiting (exit {run.proc.popen.poll()})")
             run.close()
-            return None
-        return run
 
     def waiting(self) -> list[str]:
-        """The stages with a run waiting now."""
+        """The stage of every run waiting now, oldest first per stage."""
         with self._lock:
-            return [s for s, r in self._runs.items() if r.ready()]
+            return [s for s, runs in self._runs.items() for r in runs if r.ready()]
 
     def pids(self) -> set[int]:
         """Host PIDs of every process of the waiting runs (each sandbox's monitor and its PID namespace): the
         judge's own, which a check for processes a candidate left behind leaves out by PID."""
         with self._lock:
-            runs = list(self._runs.values())
+            runs = [r for rs in self._runs.values() for r in rs]
         out: set[int] = set()
         for run in runs:
             if run.alive():
@@ -170,6 +178,6 @@ class PrestartedTools:
     def close(self) -> None:
         """Kill every waiting run (the judge's end; also at interpreter exit)."""
         with self._lock:
-            runs, self._runs = list(self._runs.values()), {}
+            runs, self._runs = [r for rs in self._runs.values() for r in rs], {}
         for run in runs:
             run.close()

@@ -41,7 +41,7 @@ class ToolStages:
         self.memcheck_cache = JsonCache(root / "memcheck")
         self.evidence_cache = EvidenceCache(root / "ncu")
         self.ncu_logs = root / "ncu-logs"
-        self.prestarted = PrestartedTools(enabled=config.prestart_tools)
+        self.prestarted = PrestartedTools(enabled=config.prestart_tools, depth=config.prestart_depth)
 
     def prestart(self) -> None:
         """Have the next candidate's memcheck and ncu runs waiting (harness.prestart); the ones this judgement
