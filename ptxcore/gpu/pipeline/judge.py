@@ -244,8 +244,9 @@ class GpuJudge:
     @contextlib.contextmanager
     def _prestarting(self, language: Language | str) -> Iterator[None]:
         """A TVM-FFI candidate's judgement with its tool runs started ahead (they start while it builds, or
-        were started at the end of the last one), and the next candidate's started when it ends."""
-        cuda = Language(language) is Language.CUDA
+        were started at the end of the last one), and the next candidate's started when it ends. Nothing on a host
+        without a GPU (the judgement ends with NoGPUError there)."""
+        cuda = Language(language) is Language.CUDA and gpu_available()
         if cuda:
             self.tools.prestart()
         try:
