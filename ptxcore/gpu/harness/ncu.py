@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ptxcore.arch import Architecture
 from ptxcore.gpu.child.standalone import NVTX_RANGE
-from ptxcore.gpu.harness.sanitizer import Prestarted, on_prestarted
+from ptxcore.gpu.harness.toolrun import Prestarted, on_prestarted
 from ptxcore.gpu.harness.triton import TritonFiles, candidate_args
 from ptxcore.sandbox import SandboxStatus, SandboxUnavailableError
 from ptxcore.sass.tools import find_tool

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ptxcore.gpu.harness.confine import StageSandbox, real_tool
+from ptxcore.gpu.harness.toolrun import PrestartLost
 from ptxcore.sandbox import SandboxOutcome, SandboxUnavailableError
 from ptxcore.sandbox.process import SandboxProcess
 from ptxcore.sass.tools import ToolNotFoundError
@@ -37,10 +38,6 @@ REQUEST_NAME = "request.json"
 MAX_AGE_S = 1200.0
 """A run that has waited this long is replaced (the child itself gives up after an hour: REQUEST_WAIT_S)."""
 STAGES = ("memcheck", "ncu")
-
-
-class PrestartLost(RuntimeError):
-    """The waiting run ended before its request: the caller runs the tool afresh."""
 
 
 def child_command(stage: str, request: str) -> list[str]:

@@ -19,28 +19,12 @@ from enum import StrEnum
 from pathlib import Path
 
 from ptxcore.gpu.errors import InfraError
+from ptxcore.gpu.harness.toolrun import Prestarted, on_prestarted
 from ptxcore.gpu.harness.triton import TritonFiles, candidate_args
-from ptxcore.sandbox import SandboxOutcome, SandboxStatus, SandboxUnavailableError
+from ptxcore.sandbox import SandboxStatus, SandboxUnavailableError
 from ptxcore.sass.tools import find_tool
 
 log = logging.getLogger(__name__)
-
-Prestarted = Callable[[float], SandboxOutcome]
-"""A tool run started before its candidate, given its deadline: the run's outcome (ptxcore.gpu.harness.prestart)."""
-
-
-def on_prestarted(prestarted: Prestarted | None, timeout_s: float) -> SandboxOutcome | None:
-    """The run's outcome on its prestarted process; None when there is none or it no longer waited (the caller
-    then runs the tool afresh)."""
-    from ptxcore.gpu.harness.prestart import PrestartLost
-
-    if prestarted is None:
-        return None
-    try:
-        return prestarted(timeout_s)
-    except PrestartLost as exc:
-        log.warning("%s: running it afresh", exc)
-        return None
 
 ERROR_EXIT_CODE = 86
 REPORT_LIMIT_CHARS = 3000

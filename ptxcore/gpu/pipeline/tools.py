@@ -12,7 +12,8 @@ from ptxcore.gpu.config import JudgeConfig
 from ptxcore.gpu.errors import InfraError
 from ptxcore.gpu.harness.ncu import EvidenceCache, drawn_calls, profile_target
 from ptxcore.gpu.harness.prestart import PrestartedTools
-from ptxcore.gpu.harness.sanitizer import MemcheckOutcome, Prestarted, memcheck_command, run_memcheck
+from ptxcore.gpu.harness.sanitizer import MemcheckOutcome, memcheck_command, run_memcheck
+from ptxcore.gpu.harness.toolrun import Prestarted
 from ptxcore.gpu.pipeline.caches import JsonCache, cache_key
 from ptxcore.gpu.pipeline.verdicts import Verdict
 from ptxcore.problems import Problem
