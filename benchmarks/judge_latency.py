@@ -12,8 +12,9 @@ root, same kernel, same counts):
   overlapped   memcheck and ncu side by side before timing (overlap_tools), queued candidates built by the
                service's prebuild threads while the GPU judges others
   prestarted   overlapped, with memcheck's and ncu's runs started before their candidate is known (tool,
-               interpreter, imports; prestart_tools: the default judge)
-  prestarted-2 prestarted with two waiting runs per tool (prestart_depth 2): back-to-back candidates too
+               interpreter, imports; prestart_tools), one waiting run per tool (prestart_depth 1)
+  prestarted-2 prestarted with two waiting runs per tool (prestart_depth 2, the default judge): back-to-back
+               candidates too
 
 Per arm: the first candidate on the fresh service (cold: workload state and reference latency included), then
 --latency candidates one at a time (wall from submit to verdict, as a client sees it), then --prebuilt
@@ -42,16 +43,18 @@ from ptxcore.gpu.service.client import ProfilerClient  # noqa: E402
 ARMS = {
     "sequential": ({"overlap_tools": False, "prestart_tools": False}, ("--prebuild-workers", "0")),
     "overlapped": ({"overlap_tools": True, "prestart_tools": False}, ("--prebuild-workers", "2")),
-    "prestarted": ({"overlap_tools": True, "prestart_tools": True}, ("--prebuild-workers", "2")),
+    "prestarted": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 1},
+                   ("--prebuild-workers", "2")),
     "prestarted-2": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2},
                      ("--prebuild-workers", "2")),
-    "fine-meter": ({"overlap_tools": True, "prestart_tools": True, "meter_samples_per_call": 100},
+    "fine-meter": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2,
+                    "meter_samples_per_call": 100},
                    ("--prebuild-workers", "2")),
 }
-"""Arms by name (--arms): JudgeConfig overrides and the service's extra arguments. `prestarted` (the default
-judge) is `overlapped` with each candidate's memcheck and ncu runs started before it is known
-(JudgeConfig.prestart_tools, ptxcore.gpu.harness.prestart); `prestarted-2` keeps two waiting runs per tool
-(prestart_depth), for back-to-back candidates. `fine-meter` is `prestarted` with the meter's
+"""Arms by name (--arms): JudgeConfig overrides and the service's extra arguments. `prestarted` is `overlapped`
+with each candidate's memcheck and ncu runs started before it is known (JudgeConfig.prestart_tools,
+ptxcore.gpu.harness.prestart), one waiting run per tool; `prestarted-2` (the default judge) keeps two
+(prestart_depth), for back-to-back candidates. `fine-meter` is `prestarted-2` with the meter's
 former default of 100 samples per call, four times the default's 25 (JudgeConfig.meter_samples_per_call)."""
 STAGES = ("build", "workload_and_reference", "correctness", "sanitizer", "memcheck", "ncu", "timing", "total")
 TIMING_PARTS = ("meter_configure", "meter_start", "meter_stop", "gpu_monitor", "timing_calls", "timed_collect",

@@ -54,7 +54,7 @@ class JudgeConfig(FrozenModel):
     """Start the next candidate's memcheck and ncu runs ahead (tool, interpreter and imports, then waiting with
     nothing on the GPU) so that only their candidate's part is on the critical path (harness.prestart; issue 27).
     A TVM-FFI candidate's first run of each tool only; every verdict is the fresh run's."""
-    prestart_depth: int = Field(default=1, ge=1)
+    prestart_depth: int = Field(default=2, ge=1)
     """Waiting runs kept per tool: 1 serves a candidate that comes seconds after the last; 2 also back-to-back
     prebuilt candidates (each waiting run holds about half a GiB of host memory and nothing on the GPU)."""
     call_timeout_s: float = Field(default=30.0, gt=0)

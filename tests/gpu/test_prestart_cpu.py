@@ -175,9 +175,10 @@ def test_the_memcheck_gate_reaches_its_verdict_on_a_prestarted_run(tmp_path, mon
     summary = "print('========= ERROR SUMMARY: 2 errors'); raise SystemExit(86)"
     monkeypatch.setattr(prestart, "child_command", lambda stage, request: [
         sys.executable, "-c", ECHO.format(after=summary), request])
-    tools = ToolStages(tmp_path, JudgeConfig(cache_dir=tmp_path, ncu=False))
+    config = JudgeConfig(cache_dir=tmp_path, ncu=False)
+    tools = ToolStages(tmp_path, config)
     tools.prestart()
-    assert tools.prestarted.waiting() == ["memcheck"]
+    assert config.prestart_depth == 2 and tools.prestarted.waiting() == ["memcheck"] * 2  # the default depth
     lib = tmp_path / "kernel.so"
     lib.write_text("the candidate")
     problem = get_problem("gemm_n7168_k5120")
@@ -185,7 +186,7 @@ def test_the_memcheck_gate_reaches_its_verdict_on_a_prestarted_run(tmp_path, mon
     verdict = tools.memcheck_run("key-1", lib, problem, r.workload, r)
     assert verdict is not None and "2 memory error" in verdict.reason
     assert r.sanitizer.ran == 1 and r.sanitizer.errors == 2
-    assert tools.prestarted.waiting() == []  # used: the next candidate gets a new one
+    assert tools.prestarted.waiting() == ["memcheck"]  # the oldest used: the next candidate gets the other
     tools.prestarted.close()
 
 
@@ -215,3 +216,42 @@ def test_a_deeper_pool_hands_out_its_oldest_run_first_and_refills_to_its_depth()
     finally:
         pool.close()
     assert not any(r.alive() for r in made)
+
+
+HOSTILE = ("import json, os, sys; from pathlib import Path\n"
+           "from ptxcore.gpu.child.standalone import await_request\n"
+           "r = await_request(Path(sys.argv[1]))\n"
+           "seen = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n"
+           "wrote = []\n"
+           "for target in (sys.argv[2] + '/request.json', sys.argv[2] + '/kernel.so', '/scratch/../' + 'x'):\n"
+           "    try:\n"
+           "        Path(target).write_text('{\"library\": \"/etc/passwd\"}'); wrote.append(target)\n"
+           "    except OSError:\n"
+           "        pass\n"
+           "print(json.dumps({'pids': seen, 'wrote': wrote, 'cmdlines': [open(f'/proc/{p}/cmdline', 'rb').read()"
+           ".decode(errors='replace') for p in seen if os.path.exists(f'/proc/{p}/cmdline')]}))\n")
+
+
+def test_a_candidate_cannot_reach_the_run_that_waits_beside_it(tmp_path):
+    """At depth 2 the next candidate's run waits while this one runs: the running candidate sees none of its
+    processes and cannot write its request or its library, even knowing the waiting run's host path."""
+    lib = tmp_path / "kernel.so"
+    lib.write_text("x")
+    waiting = WaitingRun("memcheck", _echo(), env={})
+    victim = waiting.sandbox.box.scratch
+    waiting_pids = {waiting.proc.popen.pid, *waiting.proc.member_pids(drain=False)}
+    attacker = WaitingRun("memcheck", lambda r: [sys.executable, "-c", HOSTILE, r, str(victim)], env={})
+    try:
+        out = attacker.go(lib, REQUEST, 60)
+        assert out.status is SandboxStatus.EXITED and out.exit_code == 0, out.stderr
+        seen = json.loads(out.stdout.splitlines()[-1])
+        assert seen["wrote"] == [], seen["wrote"]  # neither the waiting run's request nor its library
+        # every process it sees is its own (the sandbox's init and itself), none of the waiting run's
+        assert seen["cmdlines"] and all("os.listdir('/proc')" in c for c in seen["cmdlines"]), seen["cmdlines"]
+        assert "print('waiting'" not in "".join(seen["cmdlines"]) and waiting_pids
+        assert waiting.ready() and sorted(p.name for p in victim.iterdir()) == []
+        served = waiting.go(lib, REQUEST, 60)  # and it still serves its own candidate, as if nothing had run
+        assert served.exit_code == 0 and json.loads(served.stdout.splitlines()[1])["library"] == "/scratch/kernel.so"
+    finally:
+        attacker.close()
+        waiting.close()
