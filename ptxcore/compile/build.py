@@ -31,6 +31,7 @@ from .includes import (
     read_passes,
 )
 from .nvcc import KEEP_DIR, BuildOptions, nvcc_command, scrub_log
+from .plan import dryrun, module_id, script
 from .toolchain import SCRATCH, Toolchain, compile_policy
 
 log = logging.getLogger(__name__)
@@ -108,13 +109,17 @@ def sandboxed_build(source: str, options: BuildOptions, tc: Toolchain, staging: 
     """Build `source` in a fresh sandbox; the artifact (if any) lands in `staging`. `on_object` is called with
     the copied-out object of a build that succeeded, before the gate judges it (to start reading its device
     code); the object is removed again when the gate refuses the build."""
-    with Sandbox(compile_policy(tc, options.timeout_s, options.memory_limit_bytes)) as box:
+    policy = compile_policy(tc, options.timeout_s, options.memory_limit_bytes)
+    with Sandbox(policy) as box:
         (box.scratch / SOURCE_NAME).write_text(source)
         os.utime(box.scratch / SOURCE_NAME, (0, 0))  # -lineinfo records the mtime: reproducible device code
         (box.scratch / KEEP_DIR).mkdir()
         for path in (box.scratch / SOURCE_NAME, box.scratch / KEEP_DIR):
             box.give(path)
         cmd = nvcc_command(box.inside(SOURCE_NAME), box.inside(ARTIFACT_NAME), box.inside(KEEP_DIR), options, tc)
+        plan = dryrun(tuple(cmd), policy.env["PATH"]) if options.two_chains else None
+        if plan is not None:  # nvcc's own steps, its two chains at once; its log and status
+            cmd = ["/bin/bash", "-c", script(plan, module_id(box.inside(SOURCE_NAME)), box.inside(KEEP_DIR))]
         outcome = box.run(cmd, timeout_s=max(timeout_s, 1.0))
         passes, oversize = read_passes(box.scratch / KEEP_DIR, MAX_PREPROCESSED_CHARS)
         if oversize:

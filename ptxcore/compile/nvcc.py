@@ -31,6 +31,8 @@ class BuildOptions:
     extra_flags: tuple[str, ...] = field(default_factory=tuple)
     memory_limit_bytes: int = 8 * GIB
     """Address-space limit of every process of the build (cicc, ptxas, gcc), bytes."""
+    two_chains: bool = True
+    """Run nvcc's host front end and device chain side by side (ptxcore.compile.plan); False: plain nvcc."""
 
     def flags(self) -> list[str]:
         """Machine-independent flags (no paths): part of the cache key and of the record."""

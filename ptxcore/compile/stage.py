@@ -47,7 +47,7 @@ def lookup_key(source: str, options: BuildOptions, tc: Toolchain) -> str:
     cache_key adds the content of every header the build entered (see build_key)."""
     mode = SandboxMode.UNSANDBOXED if sandbox_disabled() else SandboxMode.BWRAP
     return cache_key(source, options.flags(), *tc.version_parts(), STAGE_VERSION, mode.value,
-                     f"memory-{options.memory_limit_bytes}")
+                     f"memory-{options.memory_limit_bytes}", "nvcc-two-chains" if options.two_chains else "nvcc")
 
 
 def build_key(lookup: str, outcome: BuildOutcome) -> str:
