@@ -31,9 +31,9 @@ from pathlib import PurePosixPath
 
 log = logging.getLogger(__name__)
 
-STEP_LOGS = "/tmp/ptxbench-nvcc-steps"
-"""Where the script keeps each step's output inside the sandbox (its private /tmp, never the keep directory the
-gate reads)."""
+STEP_LOGS = '"$steps"'
+"""Where the script keeps each step's output: a directory of its own under $TMPDIR (the sandbox's private /tmp),
+never the keep directory the gate reads; made by the script, so that concurrent builds never share one."""
 _ENV_LINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 GEN_MODULE_ID = "--gen_module_id_file"
 
@@ -80,6 +80,14 @@ def _argument(line: str, flag: str) -> str | None:
 
 
 def parse_dryrun(text: str) -> Plan | None:
+    """The plan, or None (parse_steps); a line that is no shell text is not a dry run this plan knows."""
+    try:
+        return parse_steps(text)
+    except ValueError:
+        return None
+
+
+def parse_steps(text: str) -> Plan | None:
     """The plan for nvcc's `--dryrun` output `text`, or None when its steps are not the ones this plan knows:
     [rm...], gcc -E (host), cudafe++ --gen_module_id_file, gcc -E (device), cicc, ptxas, fatbinary, then the
     rest (the host compile first)."""
@@ -161,7 +169,8 @@ def script(plan: Plan, module_id_value: str, keep_dir: str) -> str:
     ordered = [*plan.host, *plan.device]
     host_named = sorted({PurePosixPath(w).name for step in plan.host for w in shlex.split(step)}
                         - {"", PurePosixPath(plan.module_id_file).name})  # nvcc leaves no id after a failure
-    parts = ["set -u", *(_export(line) for line in plan.env), f"mkdir -p {STEP_LOGS}"]
+    parts = ["set -u", *(_export(line) for line in plan.env), "steps=$(mktemp -d) || exit 1",
+             "export steps\ntrap 'rm -rf -- \"$steps\"' EXIT"]
     for i, step in enumerate(ordered):
         parts.append(_function(f"step{i}", step))
     parts.append(_function("run", f"  ( \"step$1\" ) >{STEP_LOGS}/$1.out 2>{STEP_LOGS}/$1.err\n"
@@ -173,11 +182,13 @@ def script(plan: Plan, module_id_value: str, keep_dir: str) -> str:
     device_chain = " && ".join(f"run {i}" for i in range(n_host, len(ordered)))
     # the device chain in a session of its own (setsid), so that a failed host chain ends it at once, tools and
     # their children: nvcc would never have started it, and must not wait for it (a device-only hang would turn
-    # a compile error into a timeout)
+    # a compile error into a timeout); before its setsid there is no group yet, and the process itself is killed
     fns = " ".join(["run", *(f"step{i}" for i in range(len(ordered)))])
     parts.append(f"export -f {fns}\nsetsid bash -c {shlex.quote(device_chain)} &\ndevice=$!\n{{ {host_chain}; }}\n"
+                 "exec 3>&2 2>/dev/null\n"  # not bash's report of the chain it kills (steps write to files)
                  f"[ -f {STEP_LOGS}/{n_host - 1}.rc ] && [ \"$(cat {STEP_LOGS}/{n_host - 1}.rc)\" = 0 ] "
-                 "|| kill -KILL -- -\"$device\" 2>/dev/null\nwait")
+                 "|| kill -KILL -- -\"$device\" 2>/dev/null || kill -KILL \"$device\" 2>/dev/null\n"
+                 "wait; exec 2>&3 3>&-")
     # nvcc's order: replay each step's output; the first failed (or never run) step ends the build as nvcc's
     # would, and what the device chain made beyond nvcc's steps is removed (the host chain comes first).
     keep = shlex.quote(keep_dir)
