@@ -22,7 +22,8 @@ failed builds instead (what a failing candidate's build costs).
 
 --check-sass builds every kernel of solutions/ and tests/fixtures/controls/ once per configuration and
 compares status, reason, the device-code hash (`cuobjdump -xelf`), the `cuobjdump --dump-sass` text and the
-static SASS report; it exits 1 when any differ.
+static SASS report, each with the module id taken out of anonymous-namespace names (`without_module_id`: nvcc and
+the two-chain build name it differently); it exits 1 when any differ.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -99,15 +101,37 @@ def _nvcc_phases(source: str, flags: list[str]) -> dict[str, float]:
         return out
 
 
+_ANON = re.compile(rb"(\d+)(?:_GLOBAL__N__|_INTERNAL_)")
+
+
+def without_module_id(data: bytes) -> bytes:
+    """`data` with every anonymous namespace's or internal name's mangled identifier (`<length>_GLOBAL__N__<module
+    id>`, `<length>_INTERNAL_<module id>`, read by its
+    length prefix) replaced by as many `N`s (lengths, so offsets in the ELF's string tables, are kept): the one part of the device code that carries the build's module id, which
+    nvcc derives from what cudafe++ parses and the two-chain build (ptxcore.compile.plan) from the path."""
+    out, pos = [], 0
+    while (m := _ANON.search(data, pos)) is not None:
+        end = m.start(1) + len(m.group(1)) + int(m.group(1))
+        out += [data[pos:m.start()], m.group(1), b"N" * int(m.group(1))]
+        pos = end
+    return b"".join(out) + data[pos:]
+
+
 def _sass_identity(artifact: Path | None) -> dict:
     import hashlib
 
     from ptxcore.sass import dump_sass
+    from ptxcore.sass.tools import find_tool
 
     if artifact is None:
         return {}
     text = dump_sass(artifact)
-    return {"sass_text_sha256": hashlib.sha256(text.encode()).hexdigest()}
+    with tempfile.TemporaryDirectory(prefix="xelf-") as tmp:
+        subprocess.run([find_tool("cuobjdump"), "-xelf", "all", str(artifact.resolve())], cwd=tmp, check=True,
+                       capture_output=True, timeout=120)
+        elf = hashlib.sha256(b"".join(without_module_id(f.read_bytes()) for f in sorted(Path(tmp).iterdir())))
+    return {"sass_text_sha256": hashlib.sha256(without_module_id(text.encode())).hexdigest(),
+            "device_elf_sha256": elf.hexdigest()}
 
 
 def worker(job: dict) -> dict:
@@ -127,7 +151,8 @@ def worker(job: dict) -> dict:
     phases["other"] = wall - sum(phases.values())
     out = {"wall": wall, "phases": phases, "status": built.result.status.value, "reason": built.result.reason,
            "cubin_sha256": built.result.cubin_sha256, "tree": str(Path(ptxcore.__file__).parents[1]),
-           "sass_report": built.sass.model_dump(mode="json") if built.sass is not None else None}
+           "sass_report": (json.loads(without_module_id(json.dumps(built.sass.model_dump(mode="json")).encode()))
+                           if built.sass is not None else None)}
     if job.get("identity"):
         out.update(_sass_identity(built.artifact))
     if job.get("nvcc_phases"):
@@ -228,7 +253,7 @@ def library_kernels() -> list[Path]:
 
 def check_sass(configs, scratch: Path) -> int:
     """Every library and control kernel under each configuration: the same verdict and the same device code."""
-    keys = ("status", "reason", "cubin_sha256", "sass_text_sha256", "sass_report")
+    keys = ("status", "reason", "device_elf_sha256", "sass_text_sha256", "sass_report")
     differing = 0
     for kernel in library_kernels():
         seen = []
