@@ -13,8 +13,10 @@ root, same kernel, same counts):
                service's prebuild threads while the GPU judges others
   prestarted   overlapped, with memcheck's and ncu's runs started before their candidate is known (tool,
                interpreter, imports; prestart_tools), one waiting run per tool (prestart_depth 1)
-  prestarted-2 prestarted with two waiting runs per tool (prestart_depth 2, the default judge): back-to-back
-               candidates too
+  prestarted-2 prestarted with two waiting runs per tool (prestart_depth 2): back-to-back candidates too
+  waiting-child
+               prestarted-2 with the candidate's session child started ahead too (prestart_child; its sandbox,
+               interpreter, CUDA context and CUPTI, the library handed in before LOAD): the default judge
 
 Per arm: the first candidate on the fresh service (cold: workload state and reference latency included), then
 --latency candidates one at a time (wall from submit to verdict, as a client sees it), then --prebuilt
@@ -41,28 +43,43 @@ from service_bench_common import REPO, start, table, tmp_work_dir, write_json  #
 from ptxcore.gpu.service.client import ProfilerClient  # noqa: E402
 
 ARMS = {
-    "sequential": ({"overlap_tools": False, "prestart_tools": False}, ("--prebuild-workers", "0")),
-    "overlapped": ({"overlap_tools": True, "prestart_tools": False}, ("--prebuild-workers", "2")),
-    "prestarted": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 1},
+    "sequential": ({"overlap_tools": False, "prestart_tools": False, "prestart_child": False},
+                   ("--prebuild-workers", "0")),
+    "overlapped": ({"overlap_tools": True, "prestart_tools": False, "prestart_child": False},
                    ("--prebuild-workers", "2")),
-    "prestarted-2": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2},
+    "prestarted": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 1, "prestart_child": False},
+                   ("--prebuild-workers", "2")),
+    "prestarted-2": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": False},
                      ("--prebuild-workers", "2")),
-    "fine-meter": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2,
+    "waiting-child": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": True},
+                      ("--prebuild-workers", "2")),
+    "fine-meter": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": True,
                     "meter_samples_per_call": 100},
                    ("--prebuild-workers", "2")),
 }
 """Arms by name (--arms): JudgeConfig overrides and the service's extra arguments. `prestarted` is `overlapped`
 with each candidate's memcheck and ncu runs started before it is known (JudgeConfig.prestart_tools,
-ptxcore.gpu.harness.prestart), one waiting run per tool; `prestarted-2` (the default judge) keeps two
-(prestart_depth), for back-to-back candidates. `fine-meter` is `prestarted-2` with the meter's
-former default of 100 samples per call, four times the default's 25 (JudgeConfig.meter_samples_per_call)."""
+ptxcore.gpu.harness.prestart), one waiting run per tool; `prestarted-2` keeps two (prestart_depth), for
+back-to-back candidates; `waiting-child` (the default judge) also starts the session child ahead
+(JudgeConfig.prestart_child, ptxcore.gpu.harness.waiting). `fine-meter` is the default judge with the meter's
+former default of 100 samples per call, four times the default's 25 (JudgeConfig.meter_samples_per_call).
+Every arm configures the meter beside the memcheck gate (pipeline.session), as the judge does."""
 STAGES = ("build", "workload_and_reference", "correctness", "sanitizer", "memcheck", "ncu", "timing", "total")
-TIMING_PARTS = ("meter_configure", "meter_start", "meter_stop", "gpu_monitor", "timing_calls", "timed_collect",
-                "timed_fetch", "meter_audit")
+CORRECTNESS_PARTS = ("meter_open", "child_start", "load")
+"""The correctness stage's parts (ptxcore.gpu.pipeline.session): taking the device's sampler, the child's start
+(or taking the waiting one), loading the module and mapping the buffers; `calls and checks` is the rest (the
+correctness calls, their comparisons and the rules)."""
+TIMING_PARTS = ("meter_start", "meter_stop", "gpu_monitor", "timing_calls", "timed_collect", "timed_fetch",
+                "meter_audit")
 """The timing stage's parts (ptxcore.gpu.pipeline.session; ptxcore.gpu.harness.calls.HOST_STAGES): the meter's
-configuration, its start (settle) and stop (settle, stop, decode) per trial, the GPU monitor's snapshots, the
-host's loop around the warm-up and timed calls, reading their comparisons and CUPTI records, and the audit;
-`rest` is the timing stage minus these."""
+start (settle) and stop (settle, stop, decode) per trial, the GPU monitor's snapshots, the host's loop around the
+warm-up and timed calls, reading their comparisons and CUPTI records, and the audit; `rest` is the timing stage
+minus these. The meter's configuration (`meter_configure`) runs beside the memcheck gate, shown with the
+correctness parts."""
+AROUND_PARTS = ("prepare", "slots", "session_close", "verdict")
+"""Around the session (ptxcore.gpu.pipeline.judge, .session): the GPU context and the build's library list, the
+trials' shared output buffers, ending the child and the meter, and assembling the verdict after the session;
+`rest` is the total minus build, workload_and_reference, prepare, the session and the verdict."""
 STOP_PARTS = ("meter_decode", "meter_evaluate")
 """The meter's stop, by part (ptxcore.gpu.harness.meter.MeterDecode): decoding the hardware buffer, evaluating
 the samples' metrics; `other` is the stop minus these (settling, stopping)."""
@@ -142,7 +159,16 @@ def report(results: list[dict]) -> str:
                      statistics.median(r["wall_s"] for r in a["prebuilt"]) if a["prebuilt"] else "-",
                      *[(med(new, k) if med(new, k) is not None else "-") for k in STAGES],
                      a["stream"]["per_gpu_minute"] if a["stream"]["per_gpu_minute"] is not None else "-"])
-    lines = [table(headers, rows), "", "timing stage of the new candidates, by part (median s):"]
+    lines = [table(headers, rows), "", "correctness stage of the new candidates, by part (median s):"]
+    split = []
+    for a in results:
+        parts = [med(a["latency"], k) for k in CORRECTNESS_PARTS]
+        whole = med(a["latency"], "correctness")
+        rest = whole - sum(v or 0.0 for v in parts) if whole is not None else None
+        split.append([a["arm"], *[v if v is not None else "-" for v in parts], rest if rest is not None else "-",
+                      med(a["latency"], "meter_configure") or "-"])
+    lines.append(table(["arm", *CORRECTNESS_PARTS, "calls and checks", "meter_configure (beside the gate)"], split))
+    lines += ["", "timing stage of the new candidates, by part (median s):"]
     split = []
     for a in results:
         parts = [med(a["latency"], k) for k in TIMING_PARTS]
@@ -150,6 +176,17 @@ def report(results: list[dict]) -> str:
         rest = timing - sum(v or 0.0 for v in parts) if timing is not None else None
         split.append([a["arm"], *[v if v is not None else "-" for v in parts], rest if rest is not None else "-"])
     lines.append(table(["arm", *TIMING_PARTS, "rest"], split))
+    around = []
+    for a in results:
+        parts = [med(a["latency"], k) for k in AROUND_PARTS]
+        if all(v is None for v in parts):
+            continue  # envelopes from before these stages were recorded
+        total = med(a["latency"], "total")
+        inside = [med(a["latency"], k) for k in ("build", "workload_and_reference", "prepare", "session", "verdict")]
+        rest = total - sum(v or 0.0 for v in inside) if total is not None else None
+        around.append([a["arm"], *[v if v is not None else "-" for v in parts], rest if rest is not None else "-"])
+    if around:
+        lines += ["", "around the session (median s):", table(["arm", *AROUND_PARTS, "rest"], around)]
     stops = []
     for a in results:
         stop, parts = med(a["latency"], "meter_stop"), [med(a["latency"], k) for k in STOP_PARTS]

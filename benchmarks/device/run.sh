@@ -94,6 +94,8 @@ stage_env() {
     || echo "(no fastapi/uvicorn: the service stages need the .whl wheels)"
   ls /usr/local/cuda/lib64/stubs/libcuda.so || rc=1
   echo "cublas libraries: $(ldconfig -p | grep -c cublas)"
+  # the host CPU: builds and tool start-ups differ by machine (the same tree built 4.6 s and 5.8 s on two of them)
+  echo "cpu: $(nproc) x $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
   return "$rc"
 }
 

@@ -57,6 +57,9 @@ class JudgeConfig(FrozenModel):
     prestart_depth: int = Field(default=2, ge=1)
     """Waiting runs kept per tool: 1 serves a candidate that comes seconds after the last; 2 also back-to-back
     prebuilt candidates (each waiting run holds about half a GiB of host memory and nothing on the GPU)."""
+    prestart_child: bool = True
+    """Start the next TVM-FFI candidate's session child ahead (its sandbox, interpreter, CUDA context and CUPTI,
+    with no candidate in it), the built library handed in before LOAD (harness.waiting; issue 27)."""
     call_timeout_s: float = Field(default=30.0, gt=0)
     """Wall-clock limit of one candidate call (hang -> TIMEOUT), seconds."""
     startup_timeout_s: float = Field(default=120.0, gt=0)

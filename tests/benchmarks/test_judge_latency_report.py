@@ -39,3 +39,30 @@ def test_without_the_split_no_stop_table_is_printed():
     arm = {"arm": "sequential", "cold": _judged(30.0), "latency": [_judged(20.0)], "prebuilt": [],
            "stream": {"per_gpu_minute": None}}
     assert "the meter's stop, by part" not in jl.report([arm])
+
+
+def test_the_correctness_stage_is_split_into_its_parts():
+    """meter_open + child_start + load, the rest as calls and checks; the meter's configuration beside them."""
+    jl = _load()
+    new = [_judged(8.0, correctness=0.8, meter_open=0.1, child_start=0.3, load=0.1, meter_configure=0.3),
+           _judged(8.2, correctness=0.6, meter_open=0.1, child_start=0.1, load=0.1, meter_configure=0.3)]
+    arm = {"arm": "waiting-child", "cold": _judged(30.0), "latency": new, "prebuilt": [],
+           "stream": {"per_gpu_minute": None}}
+    lines = jl.report([arm]).splitlines()
+    head = lines.index("correctness stage of the new candidates, by part (median s):")
+    assert lines[head + 1].split()[:4] == ["arm", "meter_open", "child_start", "load"]
+    row = lines[head + 3].split()
+    assert row[0] == "waiting-child" and [float(v) for v in row[1:]] == [0.1, 0.2, 0.1, 0.3, 0.3]
+
+
+def test_the_time_around_the_session_is_shown_once_recorded():
+    jl = _load()
+    new = [_judged(9.0, build=5.0, prepare=0.1, session=3.0, slots=0.05, session_close=0.2, verdict=0.3, total=8.6)]
+    arm = {"arm": "waiting-child", "cold": _judged(30.0), "latency": new, "prebuilt": [],
+           "stream": {"per_gpu_minute": None}}
+    lines = jl.report([arm]).splitlines()
+    head = lines.index("around the session (median s):")
+    row = lines[head + 3].split()
+    assert row[0] == "waiting-child" and [float(v) for v in row[1:]] == [0.1, 0.05, 0.2, 0.3, 0.2]
+    old = {**arm, "latency": [_judged(9.0, build=5.0)]}
+    assert "around the session" not in jl.report([old])

@@ -49,8 +49,8 @@ JUDGES: list[GpuJudge] = []
 
 
 def _processes_mentioning(word: str) -> list[str]:
-    """Processes whose command line has `word`, but for the judge's waiting tool runs (left out by PID)."""
-    ours = set().union(*(j.tools.prestarted.pids() for j in JUDGES))
+    """Processes whose command line has `word`, but for the judge's waiting runs and child (left out by PID)."""
+    ours = set().union(*(j.waiting_pids() for j in JUDGES))
     out = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and int(entry.name) not in ours:

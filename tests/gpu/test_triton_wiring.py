@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ptxcore.gpu.harness.meter import DeviceMeter
     from ptxcore.gpu.harness.monitor import GpuMonitor
     from ptxcore.gpu.harness.state import WorkloadState
+    from ptxcore.gpu.harness.waiting import WaitingSession
     from ptxcore.gpu.pipeline.result import ResultBuilder
     from ptxcore.gpu.pipeline.session import SessionOutcome, SessionPlan
     from ptxcore.gpu.pipeline.tools import ToolStages
@@ -403,7 +404,7 @@ def fake_gpu_judge(monkeypatch, tmp_path):
 
     class FakeSession:
         def __init__(self, plan: SessionPlan, state: WorkloadState, flusher: L2Flusher, monitor: GpuMonitor,
-                     meter: DeviceMeter | None = None) -> None:
+                     meter: DeviceMeter | None = None, waiting: WaitingSession | None = None) -> None:
             seen["plan"] = plan
             self.out = seen["outcome"]
             self.out.launches = {"kernels": ["gemm_nt_tma_persistent"], "steady": [], "per_call": []}

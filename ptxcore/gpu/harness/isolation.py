@@ -50,6 +50,7 @@ ENV_KEEP = (
     "PTXBENCH_PROBLEMS_DIR", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
 )
 LOG_TAIL_CHARS = 4000
+CHILD_PROGRAM = (sys.executable, "-m", "ptxcore.gpu.child", "session")
 
 
 def child_env(extra: dict[str, str] | None = None, workdir: Path | None = None) -> dict[str, str]:
@@ -134,13 +135,24 @@ class ChildProcess:
               candidate: Path | TritonFiles | None = None) -> ChildProcess:
         """Start a child session; a candidate mode's child (ffi: `candidate` is the built library; triton: its
         TritonFiles) starts inside the sandbox, and `load_args` then names the candidate as it sees it."""
+        child = cls.start(device, mode, candidate)
+        child.greet(startup_timeout_s)
+        return child
+
+    @classmethod
+    def start(cls, device: int, mode: SessionMode, candidate: Path | TritonFiles | None = None, *,
+              program: tuple[str, ...] = CHILD_PROGRAM) -> ChildProcess:
+        """The child's process with its start-up request sent: `greet` waits for its answer (the child sets up
+        CUDA and CUPTI meanwhile). A child started without its candidate (mode ffi, `candidate` None) gets it by
+        `hand_in` before LOAD (ptxcore.gpu.harness.waiting). `program`: the command before the session's
+        arguments (tests give stand-ins that speak the protocol)."""
         from ptxcore.gpu.harness.confine import StageSandbox
 
         cmd_r, cmd_w = os.pipe()
         rep_r, rep_w = os.pipe()
         work = tempfile.TemporaryDirectory(prefix="ptxbench-child-")
         log_path = Path(work.name) / "child.log"
-        argv = [sys.executable, "-m", "ptxcore.gpu.child", "session", "--cmd-fd", str(cmd_r), "--reply-fd",
+        argv = [*program, "--cmd-fd", str(cmd_r), "--reply-fd",
                 str(rep_w), "--device", str(device), "--session-mode", mode.value]
         stage = boxed = None
         try:
@@ -168,11 +180,26 @@ class ChildProcess:
         os.close(cmd_r)
         os.close(rep_w)
         child = cls(proc, Channel(rep_r, cmd_w), work, log_path, nonce=new_nonce(), stage=stage, boxed=boxed)
-        hello = child.request(ChildOp.HELLO, {"nonce": child.nonce}, "child start-up", startup_timeout_s)
-        if not hello.ok:
-            child.kill()
-            raise ChildDied(f"child failed to start: {hello.error}", child.log_tail())
+        try:
+            child._send(ChildOp.HELLO, {"nonce": child.nonce})
+        except BrokenPipeError:
+            pass  # it died at once: greet reports how
         return child
+
+    def greet(self, timeout_s: float) -> None:
+        """Wait for the answer to the start-up request (ChildDied when the child could not start)."""
+        hello = self._receive("child start-up", timeout_s)
+        if not hello.ok:
+            self.kill()
+            raise ChildDied(f"child failed to start: {hello.error}", self.log_tail())
+
+    def hand_in(self, library: Path) -> None:
+        """Give a sandboxed child started without its candidate the built library (a read-only copy in its
+        scratch directory, which `load_args` then names), before LOAD: nothing of the candidate ran there."""
+        if self.stage is None or self.stage.host_candidate is not None:
+            raise InfraError("hand_in: only a sandboxed child started without its candidate takes one")
+        self.stage.candidate = self.stage.hand_in(library)
+        self.stage.host_candidate = library  # one candidate per child
 
     def load_args(self, load: dict) -> dict:
         """The LOAD request's arguments as the child sees the candidate (the library's copy in its sandbox)."""
@@ -188,9 +215,19 @@ class ChildProcess:
 
     def request(self, op: ChildOp, args: dict | None, what: str, timeout_s: float) -> ChildReply:
         """Send one request and return its reply; ChildTimeout / ChildDied / ChildForged otherwise."""
-        self.seq += 1
         try:
-            self.channel.send(ChildRequest(op, self.seq, dict(args or {})).to_wire())
+            self._send(op, args)
+        except BrokenPipeError:
+            raise self._died() from None
+        return self._receive(what, timeout_s)
+
+    def _send(self, op: ChildOp, args: dict | None) -> None:
+        self.seq += 1
+        self.channel.send(ChildRequest(op, self.seq, dict(args or {})).to_wire())
+
+    def _receive(self, what: str, timeout_s: float) -> ChildReply:
+        """The reply to the last request sent (ChildTimeout / ChildDied / ChildForged otherwise)."""
+        try:
             return ChildReply.from_wire(self.channel.recv(timeout_s), self.seq, self.nonce)
         except ProtocolViolation as exc:
             self.kill()
@@ -199,9 +236,12 @@ class ChildProcess:
             self.kill()
             raise ChildTimeout(what, timeout_s, self.log_tail()) from None
         except (ChannelClosed, BrokenPipeError):
-            code = self._wait(10.0)
-            note = self.boxed.limit_note() if self.boxed is not None else None
-            raise ChildDied(note or describe_exit(code), self.log_tail()) from None
+            raise self._died() from None
+
+    def _died(self) -> ChildDied:
+        code = self._wait(10.0)
+        note = self.boxed.limit_note() if self.boxed is not None else None
+        return ChildDied(note or describe_exit(code), self.log_tail())
 
     def parse(self, data: dict, parser: Callable[[dict], T], what: str) -> T:
         """A typed view of a reply's data; a malformed reply is forged (ChildForged), like a bad envelope."""
@@ -250,8 +290,9 @@ class ChildProcess:
         except subprocess.TimeoutExpired:
             log.error("child %d did not die after SIGKILL", self.proc.pid)
 
-    def close(self) -> None:
-        if self.proc.poll() is None:
+    def close(self, graceful: bool = True) -> None:
+        """End the child (`graceful`: asked to exit first) and remove its sandbox and working directory."""
+        if graceful and self.proc.poll() is None:
             try:
                 self.request(ChildOp.EXIT, None, "exit", 10.0)
             except (ChildTimeout, ChildDied, ChildForged, OSError):

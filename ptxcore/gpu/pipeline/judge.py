@@ -32,6 +32,7 @@ from ptxcore.gpu.harness.deps import ElfError, needed_libraries
 from ptxcore.gpu.harness.sharing import shared_gpu
 from ptxcore.gpu.harness.state import WorkloadState
 from ptxcore.gpu.harness.triton import TritonFiles
+from ptxcore.gpu.harness.waiting import WaitingSession
 from ptxcore.gpu.messages import SessionMode
 from ptxcore.gpu.pipeline.caches import JsonCache
 from ptxcore.gpu.pipeline.overlap import ToolsBeforeTiming
@@ -106,6 +107,7 @@ class GpuJudge:
         self.compile_cache = CompileCache(root / "compile")
         self.ref_cache = JsonCache(root / "reference")
         self.tools = ToolStages(root, self.config)
+        self.waiting = WaitingSession(self.config.device, enabled=self.config.prestart_child)
         self._states: dict[tuple[str, str], WorkloadState] = {}
         self._lock = threading.Lock()
         self._gpu: GpuContext | None = None
@@ -171,7 +173,9 @@ class GpuJudge:
         with self._lock:
             gpu = self.gpu()
             self.tools.prestart()
-            return self._reference(self.workload_state(problem, None), problem, gpu)
+            ref = self._reference(self.workload_state(problem, None), problem, gpu)
+            self.waiting.fill()  # after the reference's timing: a child starting takes a CUDA context
+            return ref
 
     def use_reference_cache(self, root: Path) -> None:
         """Time references into (and read them from) another cache directory."""
@@ -248,16 +252,26 @@ class GpuJudge:
         without a GPU (the judgement ends with NoGPUError there)."""
         cuda = Language(language) is Language.CUDA and gpu_available()
         if cuda:
-            self.tools.prestart()
+            self._prestart()
         try:
             yield
         finally:
             if cuda:
-                self.tools.prestart()
+                self._prestart()
+
+    def _prestart(self) -> None:
+        """The next candidate's tool runs and session child, started (not waited for)."""
+        self.tools.prestart()
+        self.waiting.fill()
+
+    def waiting_pids(self) -> set[int]:
+        """Host PIDs of the judge's own processes that wait for its next candidate (tool runs, session child)."""
+        return self.tools.prestarted.pids() | self.waiting.pids()
 
     def close(self) -> None:
         """End what the judge keeps running between candidates (the prestarted tool runs)."""
         self.tools.prestarted.close()
+        self.waiting.close()
 
     def _gpu_for(self, problem: Problem, arch: Architecture, r: ResultBuilder) -> GpuContext:
         gpu = self.gpu()
@@ -268,6 +282,7 @@ class GpuJudge:
     def _workload(self, problem: Problem, gpu: GpuContext, r: ResultBuilder) -> tuple[WorkloadState, ReferenceTiming]:
         """(workload state, reference latency) of the judgement's workload."""
         t0 = time.monotonic()
+        self.waiting.settle()  # its CUDA context set up before a reference may be timed
         state = self.workload_state(problem, r.workload)
         ref = self._reference(state, problem, gpu)
         r.stage("workload_and_reference", time.monotonic() - t0)
@@ -275,11 +290,13 @@ class GpuJudge:
 
     def _judge_built(self, compiled: CompiledCandidate, source: str, problem: Problem, arch: Architecture,
                      r: ResultBuilder) -> JudgeResult:
+        t0 = time.monotonic()
         gpu = self._gpu_for(problem, arch, r)
         try:
             needed = tuple(needed_libraries(compiled.artifact))
         except (ElfError, OSError) as exc:
             raise InfraError(f"cannot read the built shared object: {exc}") from exc
+        r.stage("prepare", time.monotonic() - t0)
         state, ref = self._workload(problem, gpu, r)
         plan = self.plan(problem, SessionMode.FFI, {"library": str(compiled.artifact)}, needed,
                          candidate=compiled.artifact)
@@ -316,10 +333,14 @@ class GpuJudge:
 
         reset_persisting_l2()  # nothing a previous candidate left persisting in L2 carries over
         plan = dataclasses.replace(plan, call_overhead_ms=ref.call_overhead_ms)  # the baseline's own, trusted
-        session = CandidateSession(plan, state, gpu.flusher, gpu.monitor, self._meter_for(gpu, True))
+        session = CandidateSession(plan, state, gpu.flusher, gpu.monitor, self._meter_for(gpu, True),
+                                   waiting=self.waiting)
         tools = ToolsBeforeTiming(gate if self.config.sanitizer else None, evidence, r,
                                   overlap=self.config.overlap_tools)
+        t0 = time.monotonic()
         out = session.run((lambda: tools(session.out)) if tools.active else None)
+        r.stage("session", time.monotonic() - t0)
+        r.verdict_started = time.monotonic()  # the stage `verdict`: from here to the record
         if out.verdict is not None and out.verdict.reason.startswith(FORGED_TIMING):
             shared_gpu(out.verdict.reason, gpu.monitor.compute_pids)  # InfraError when others held the GPU
         record_session(r, out)

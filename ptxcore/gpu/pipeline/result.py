@@ -42,6 +42,8 @@ class ResultBuilder:
         self.environment = EnvironmentInfo()
         self.timing_audit: TimingAudit | None = None
         self.stages: dict[str, float] = {}
+        self.verdict_started: float | None = None
+        """When the candidate's session ended (monotonic s): `finish` records the stage `verdict` from there."""
 
     def stage(self, name: str, seconds: float) -> None:
         """Add wall seconds to a stage (stages may be entered more than once)."""
@@ -50,7 +52,10 @@ class ResultBuilder:
     def finish(self, status: EvaluationStatus, reason: str, log: str = "",
                target: TargetInstructionEvidence | None = None) -> JudgeResult:
         """The record. Without evidence, the static SASS says what is known (fold rule 2)."""
-        self.stage("total", time.monotonic() - self.started)
+        now = time.monotonic()
+        if self.verdict_started is not None:
+            self.stage("verdict", now - self.verdict_started)
+        self.stage("total", now - self.started)
         if target is None:
             target = TargetInstructionEvidence.from_static(self.sass, NOT_RUN)
         return JudgeResult(

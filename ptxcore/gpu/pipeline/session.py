@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ from ptxcore.schema import Arbitration, EvaluationStatus, MeterStatus, TimingAud
 if TYPE_CHECKING:
     from ptxcore.gpu.harness.l2 import L2Flusher
     from ptxcore.gpu.harness.monitor import GpuMonitor
+    from ptxcore.gpu.harness.waiting import WaitingSession
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,8 @@ class SessionOutcome:
     """The timed trials' claims against the judge's own measurements (None until timing ran)."""
     arbitrations: list[Arbitration] = field(default_factory=list)
     """Float64 arbitrations of correctness calls that disagreed with the library (pipeline.arbitration)."""
+    child_waited: bool = False
+    """Whether the session's child was the one started ahead (harness.waiting) rather than a fresh one."""
 
     @property
     def kernel_seconds(self) -> float:
@@ -129,22 +133,29 @@ class SessionPlan:
 
 class CandidateSession:
     """Runs a SessionPlan; `gate` (the memcheck stage) runs between correctness and timing; `meter` is the
-    judge's device meter (None: configured off; the audit then says so)."""
+    judge's device meter (None: configured off; the audit then says so); `waiting`: the judge's session child
+    started ahead (harness.waiting), used by a TVM-FFI candidate's session when one is ready."""
 
     def __init__(self, plan: SessionPlan, state: WorkloadState, flusher: L2Flusher, monitor: GpuMonitor,
-                 meter: DeviceMeter | None = None) -> None:
+                 meter: DeviceMeter | None = None, waiting: WaitingSession | None = None) -> None:
         self.plan, self.state, self.flusher, self.monitor = plan, state, flusher, monitor
         self.meter = meter
+        self.waiting = waiting
         self.out = SessionOutcome()
+        self._configured = False
 
     def run(self, gate: Callable[[], Verdict | None] | None = None) -> SessionOutcome:
+        t0 = time.monotonic()
         slots = [SharedSlot.allocate(self.state.spec) for _ in range(self.plan.trials)]
+        self.out.stage_seconds["slots"] = time.monotonic() - t0
         child = None
         try:
             started = time.monotonic()
             self._open_meter()
-            child = ChildProcess.spawn(self.plan.device, self.plan.mode, self.plan.startup_timeout_s,
-                                       self.plan.candidate)
+            self.out.stage_seconds["meter_open"] = time.monotonic() - started
+            t0 = time.monotonic()
+            child = self._child()
+            self.out.stage_seconds["child_start"] = time.monotonic() - t0
             self.out.verdict = self._drive(child, slots, gate, started)
         except ChildTimeout as exc:
             self.out.verdict = Verdict(EvaluationStatus.TIMEOUT, str(exc))
@@ -161,13 +172,31 @@ class CandidateSession:
             self.out.verdict = self._failed(exc)
             self.out.log = child.log_tail() if child else ""
         finally:
+            t0 = time.monotonic()
             if child is not None:
                 child.close()
             if self.meter is not None:
                 self.meter.close()
             for s in slots:
                 s.release()
+            self.out.stage_seconds["session_close"] = time.monotonic() - t0
         return self.out
+
+    def _child(self) -> ChildProcess:
+        """The session's child: the waiting one with the built library handed in (mode ffi), else a fresh one.
+        Either way no code of the candidate has run before LOAD, which comes after the meter took the sampler."""
+        p = self.plan
+        if self.waiting is not None and p.mode is SessionMode.FFI and isinstance(p.candidate, Path):
+            child = self.waiting.take(p.startup_timeout_s)
+            if child is not None:
+                try:
+                    child.hand_in(p.candidate)
+                except BaseException:
+                    child.close(graceful=False)
+                    raise
+                self.out.child_waited = True
+                return child
+        return ChildProcess.spawn(p.device, p.mode, p.startup_timeout_s, p.candidate)
 
     def _open_meter(self) -> None:
         """Take the device's sampler before the candidate's process exists. A candidate's session cannot be
@@ -194,13 +223,15 @@ class CandidateSession:
         proto = CallDriver(child, self.state, slots, self.plan.tol, self.flusher, self.plan.call_timeout_s, capacity,
                            first_call_timeout_s=first, meter=self.meter)
         proto.bind()
+        self.out.stage_seconds["load"] = time.monotonic() - started - sum(
+            self.out.stage_seconds.get(k, 0.0) for k in ("meter_open", "child_start"))
         verdict = self._correctness(child, proto)
         self.out.stage_seconds["correctness"] = time.monotonic() - started
         if verdict is not None:
             return verdict
         if gate is not None:
             t0 = time.monotonic()
-            verdict = gate()
+            verdict = self._gate_beside_configure(gate)
             self.out.stage_seconds["sanitizer"] = time.monotonic() - t0
             if verdict is not None:
                 return verdict
@@ -245,15 +276,46 @@ class CandidateSession:
         proto.references.update(ruled.references)
         return ruled.exact_trials
 
+    def _gate_beside_configure(self, gate: Callable[[], Verdict | None]) -> Verdict | None:
+        """The gate (its tools run in their own processes; none of it times anything) with the meter configured
+        beside it, on the interval the correctness calls give: the same configuration `_timing` would make,
+        off the critical path. A configuration that fails here is made again, in order, by `_timing`."""
+        if self.meter is None:
+            return gate()
+        failed: list[BaseException] = []
+
+        def configure() -> None:
+            try:
+                self._configure_meter()
+            except (InfraError, MeterError) as exc:  # made again by _timing, whose failure is then the outcome
+                failed.append(exc)
+
+        beside = threading.Thread(target=configure, name="meter-configure", daemon=True)
+        beside.start()
+        try:
+            return gate()
+        finally:
+            beside.join()
+            if failed:
+                log.warning("the meter's configuration beside the gate failed (made again before timing): %s",
+                            failed[0])
+
+    def _configure_meter(self) -> None:
+        p, meter = self.plan, self.meter
+        if meter is None:
+            return
+        windows = [r.window.window_ns for r in self.out.correctness if r.window is not None]
+        interval = choose_interval_ns(statistics.median(windows) if windows else 1e6, p.warmup + p.iters,
+                                      per_call=p.meter_samples_per_call)
+        t0 = time.monotonic()
+        _meter_call(meter.configure, interval)
+        self.out.stage_seconds["meter_configure"] = time.monotonic() - t0
+        self._configured = True
+
     def _timing(self, child: ChildProcess, proto: CallDriver) -> Verdict | None:
         p = self.plan
-        if self.meter is not None:
-            windows = [r.window.window_ns for r in self.out.correctness if r.window is not None]
-            interval = choose_interval_ns(statistics.median(windows) if windows else 1e6, p.warmup + p.iters,
-                                          per_call=p.meter_samples_per_call)
-            t0 = time.monotonic()
-            _meter_call(self.meter.configure, interval)
-            self.out.stage_seconds["meter_configure"] = time.monotonic() - t0
+        if not self._configured:
+            self._configure_meter()
         calls_before = sum(proto.host_s[k] for k in CALL_STAGES)
         timed = measure_trials(proto, p.trials, p.warmup, p.iters, p.permute, self.monitor, p.throttle_retries)
         self.out.stage_seconds["timing_calls"] = sum(proto.host_s[k] for k in CALL_STAGES) - calls_before
