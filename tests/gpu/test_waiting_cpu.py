@@ -191,6 +191,24 @@ def test_the_session_takes_the_waiting_child_for_a_built_library(tmp_path):
         pool.close()
 
 
+def test_a_library_that_cannot_be_handed_in_is_infra_and_leaves_nothing(tmp_path, monkeypatch):
+    from ptxcore.gpu.harness.confine import StageSandbox
+    from ptxcore.gpu.pipeline.session import CandidateSession
+
+    def full_disk(self, library):
+        raise OSError(28, "No space left on device")
+
+    pool = WaitingSession(0, start=_stand_in)
+    pool.fill()
+    pids = pool.pids()
+    monkeypatch.setattr(StageSandbox, "hand_in", full_disk)
+    session = CandidateSession(_plan(tmp_path / "k.so"), SimpleNamespace(), None, None, None, waiting=pool)
+    with pytest.raises(InfraError, match="cannot hand the built library to the session child: .*No space"):
+        session._child()
+    wait_for(lambda: not any(_alive(p) for p in pids), 15, "no process of the child left")
+    assert not pool.waiting()
+
+
 def test_a_triton_session_never_takes_the_waiting_child(tmp_path):
     from ptxcore.gpu.pipeline.session import CandidateSession
 

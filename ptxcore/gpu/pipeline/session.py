@@ -11,8 +11,8 @@ A correctness call that disagrees with the library on a few elements is ruled by
 
 The latency is the child's claim (its CUPTI spans); the judge's device meter (harness.meter), which runs in this
 process, measures the GPU's busy time of the same calls, and a claim far below it is REWARD_HACK
-(pipeline.verdicts.measurement_verdict). The meter takes the device's sampler before the candidate's process
-starts, so the candidate cannot take it first.
+(pipeline.verdicts.measurement_verdict). The meter takes the device's sampler before the candidate's code is
+loaded (LOAD; a session child started ahead holds none of it before), so the candidate cannot take it first.
 """
 
 from __future__ import annotations
@@ -191,6 +191,9 @@ class CandidateSession:
             if child is not None:
                 try:
                     child.hand_in(p.candidate)
+                except OSError as exc:
+                    child.close(graceful=False)
+                    raise InfraError(f"cannot hand the built library to the session child: {exc}") from exc
                 except BaseException:
                     child.close(graceful=False)
                     raise
@@ -199,7 +202,7 @@ class CandidateSession:
         return ChildProcess.spawn(p.device, p.mode, p.startup_timeout_s, p.candidate)
 
     def _open_meter(self) -> None:
-        """Take the device's sampler before the candidate's process exists. A candidate's session cannot be
+        """Take the device's sampler before the candidate's code is loaded. A candidate's session cannot be
         audited without it (InfraError); the baseline's is then simply not audited."""
         if self.meter is None:
             return
