@@ -109,8 +109,8 @@ def test_a_child_that_cannot_start_is_not_used_and_the_session_starts_its_own():
     assert pool.take(60.0) is None
     wait_for(lambda: not any(_alive(p) for p in pids), 15, "no process of the child left")
     pool.fill()
-    pool.settle(60.0)  # the start-up's failure found here: closed, nothing waits
-    assert not pool.waiting() and pool.take(60.0) is None
+    assert pool.take(60.0) is None  # the start-up's failure found when taken: closed, nothing waits
+    assert not pool.waiting()
 
 
 def test_a_child_that_waited_too_long_or_died_is_replaced(monkeypatch):
@@ -149,7 +149,6 @@ def test_a_running_candidate_cannot_reach_the_child_that_waits(tmp_path):
     try:
         running.greet(30.0)
         pool.fill()
-        pool.settle(30.0)
         waiting_box = pool._waiting.child.stage.box.scratch
         seen = _load(running, {"targets": [str(waiting_box / "kernel.so"), str(waiting_box / "x")]})
         assert seen["wrote"] == [] and not (waiting_box / "kernel.so").exists()
@@ -299,3 +298,57 @@ def test_the_stand_in_speaks_the_protocol_the_judge_expects(tmp_path):
         assert reply.ok and json.dumps(reply.data) == "{}"
     finally:
         child.close()
+
+
+# ---- no waiting child beside a baseline's or a Triton candidate's timing ---------------------------------------
+
+def test_the_waiting_child_is_closed_before_a_baseline_is_timed_and_only_then(tmp_path, monkeypatch):
+    from ptxcore.gpu.pipeline import reference as reference_mod
+    from ptxcore.gpu.pipeline.caches import JsonCache
+    from ptxcore.gpu.pipeline.session import SessionOutcome
+
+    order: list[str] = []
+
+    class FakeSession:
+        def __init__(self, *args, **kwargs) -> None:
+            pass
+
+        def run(self, gate=None) -> SessionOutcome:
+            order.append("timed")
+            return SessionOutcome(latency_ms=0.75, trials=[SimpleNamespace(median_ms=0.75, throttle_reasons=[])])
+
+    monkeypatch.setattr(reference_mod, "CandidateSession", FakeSession)
+    state = SimpleNamespace(problem=SimpleNamespace(name="gemm_n7168_k5120"), spec=SimpleNamespace(workload_uuid="w0"))
+    cache = JsonCache(tmp_path / "reference")
+    plan = _plan(None, SessionMode.BASELINE)
+    args = (state, plan, cache, "NVIDIA H200", "580", None, None, None)
+    first = reference_mod.reference_latency(*args, before_timing=lambda: order.append("closed"))
+    again = reference_mod.reference_latency(*args, before_timing=lambda: order.append("closed"))
+    assert order == ["closed", "timed"]  # a cached reference times nothing, so nothing is closed
+    assert not first.cached and again.cached and again.latency_ms == 0.75
+
+
+def test_a_triton_judgement_closes_the_waiting_child_first(tmp_path, monkeypatch):
+    from ptxcore.arch import get_architecture
+    from ptxcore.gpu.config import JudgeConfig
+    from ptxcore.gpu.pipeline import judge as judge_mod
+    from ptxcore.gpu.pipeline.judge import GpuJudge
+    from ptxcore.problems import get_problem
+
+    judge = GpuJudge(JudgeConfig(cache_dir=tmp_path))
+    judge.waiting = WaitingSession(0, start=_stand_in)
+    judge.waiting.fill()
+    pids = judge.waiting.pids()
+    seen: list[bool] = []
+
+    def built(*args, **kwargs):
+        seen.append(judge.waiting.waiting())
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(judge_mod, "gpu_available", lambda: True)
+    monkeypatch.setattr(judge, "_built", built)
+    with pytest.raises(RuntimeError, match="stop here"):
+        judge.judge("import triton", get_problem("gemm_n7168_k5120"), get_architecture("hopper"), language="triton")
+    assert seen == [False]
+    wait_for(lambda: not any(_alive(p) for p in pids), 15, "no process of the child left")
+    judge.close()

@@ -10,8 +10,10 @@ a built library, which every stage copies into its scratch directory).
 Nothing of a candidate runs in a child before LOAD, and each child serves one candidate and is then closed with
 its sandbox: no candidate's code runs where another's ran or in a process it could have prepared. At most one
 child waits, started when a judgement begins or ends, and it is taken when the session begins: none waits while
-a candidate is timed (an idle context would not be charged to it, but none is there). A child that died while
-waiting, did not start, or waited past MAX_AGE_S is closed and the session starts a fresh one.
+a candidate is timed (an idle context would not be charged to it, but none is there). The judge closes it before
+it times a baseline (a reference latency not yet cached) and when a Triton candidate's judgement begins, so none
+waits beside those timings either. A child that died while waiting, did not start, or waited past MAX_AGE_S is
+closed and the session starts a fresh one.
 """
 
 from __future__ import annotations
@@ -31,10 +33,6 @@ log = logging.getLogger(__name__)
 
 MAX_AGE_S = 1200.0
 """A child that has waited this long is replaced by a fresh one."""
-
-
-STARTUP_TIMEOUT_S = 120.0
-"""How long `settle` waits for a waiting child's start-up (JudgeConfig.startup_timeout_s's default)."""
 
 
 @dataclass
@@ -83,16 +81,6 @@ class WaitingSession:
             self._discard(started, "waited too long or ended")
             return None
         return started.child if self._greet(started, startup_timeout_s) else None
-
-    def settle(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
-        """Wait until the waiting child has started up (CUDA context and CUPTI set up, idle since), so that no
-        start-up runs beside something the judge times (a reference latency); one that failed is closed."""
-        with self._lock:
-            started = self._waiting
-            if started is None or started.greeted:
-                return
-            if not self._greet(started, timeout_s):
-                self._waiting = None
 
     def _greet(self, started: _Started, timeout_s: float) -> bool:
         if started.greeted:

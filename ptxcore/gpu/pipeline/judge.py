@@ -234,6 +234,8 @@ class GpuJudge:
     def judge(self, source: str, problem: Problem, arch: Architecture, *, compiled: CompiledCandidate | None = None,
               workload_uuid: str | None = None, language: Language | str = Language.CUDA) -> JudgeResult:
         with self._lock, self._prestarting(language):
+            if Language(language) is not Language.CUDA:
+                self.waiting.close()  # it would wait beside this candidate's timing; the next CUDA one starts one
             r, built, early = self._built(source, problem, arch, compiled=compiled, workload_uuid=workload_uuid,
                                            language=language)
             if early is not None:
@@ -282,7 +284,6 @@ class GpuJudge:
     def _workload(self, problem: Problem, gpu: GpuContext, r: ResultBuilder) -> tuple[WorkloadState, ReferenceTiming]:
         """(workload state, reference latency) of the judgement's workload."""
         t0 = time.monotonic()
-        self.waiting.settle()  # its CUDA context set up before a reference may be timed
         state = self.workload_state(problem, r.workload)
         ref = self._reference(state, problem, gpu)
         r.stage("workload_and_reference", time.monotonic() - t0)
@@ -384,7 +385,7 @@ class GpuJudge:
         plan = self.plan(problem, SessionMode.BASELINE, {"problem": problem.name})
         plan = dataclasses.replace(plan, call_timeout_s=max(plan.call_timeout_s, BASELINE_CALL_TIMEOUT_S))
         return reference_latency(state, plan, self.ref_cache, gpu.env["gpu_name"], gpu.env["driver_version"],
-                                 gpu.flusher, gpu.monitor, gpu.meter)
+                                 gpu.flusher, gpu.monitor, gpu.meter, before_timing=self.waiting.close)
 
     # ---- tool-only stages (the profiling service's /sanitize and /profile) --------------------
     def sanitize_only(self, source: str, problem: Problem, arch: Architecture, *,

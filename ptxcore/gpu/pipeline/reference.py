@@ -4,6 +4,7 @@ flush, verification and CUPTI spans), cached per (definition, workload, GPU mode
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -42,14 +43,19 @@ def reference_key(state: WorkloadState, gpu_name: str, driver: str, plan: Sessio
 
 
 def reference_latency(state: WorkloadState, plan: SessionPlan, cache: JsonCache, gpu_name: str, driver: str,
-                      flusher: L2Flusher, monitor: GpuMonitor, meter: DeviceMeter | None = None) -> ReferenceTiming:
+                      flusher: L2Flusher, monitor: GpuMonitor, meter: DeviceMeter | None = None,
+                      before_timing: Callable[[], None] | None = None) -> ReferenceTiming:
     """The baseline's latency (cached); a fresh measurement is also audited by the device meter (trusted code:
-    the audit is kept in the cache entry as the honest ratio of claim to busy time, never a verdict)."""
+    the audit is kept in the cache entry as the honest ratio of claim to busy time, never a verdict).
+    `before_timing` runs before a fresh measurement only (the judge ends its waiting session child there, so
+    that the baseline, like a candidate, is timed with no other process on the GPU)."""
     key = reference_key(state, gpu_name, driver, plan)
     hit = cache.get(key)
     if hit is not None:
         return ReferenceTiming(hit["latency_ms"], tuple(hit["trial_medians_ms"]), True,
                                tuple(hit.get("throttle_reasons", [])), _overhead(hit.get("timing_audit")))
+    if before_timing is not None:
+        before_timing()
     out = CandidateSession(plan, state, flusher, monitor, meter).run()
     if out.verdict is not None or out.latency_ms <= 0:
         reason = out.verdict.reason if out.verdict else "no kernel time recorded"
