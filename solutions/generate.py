@@ -15,7 +15,8 @@ those constexpr values; nothing else differs between variants). Template syntax,
 The generator checks that every placeholder has a value and every value is used, and puts a
 "generated ... do not edit" line on top. The variants:
 
-  mha_with_lse_d{64,96,128}[_causal]  fa2_mma.cu, fa3_wgmma_tma.cu   (from mha_fwd_*.cu.in)
+  mha_with_lse_d{64,96,128}[_causal]  fa2_mma.cu, fa3_wgmma_tma.cu,  (from mha_fwd_*.cu.in)
+                                      fa3_wgmma_tma_persistent.cu
   mha_bwd_d{64,96,128}[_causal]       fa2_mma.cu, wgmma_tma_ws.cu    (from mha_bwd_*.cu.in)
   gqa_ragged_prefill_causal_h32_kv4_d128, gqa_paged_prefill_causal_h24_kv8_d128_ps1,
   gqa_paged_decode_h24_kv8_d128_ps1   wgmma_tma.cu                   (from gqa_wgmma_tma.cu.in)
@@ -67,6 +68,7 @@ def _attention_variants() -> list[Variant]:
     families = (
         ("mha_with_lse", "fa2_mma.cu", "mha_fwd_fa2_mma.cu.in"),
         ("mha_with_lse", "fa3_wgmma_tma.cu", "mha_fwd_fa3_wgmma_tma.cu.in"),
+        ("mha_with_lse", "fa3_wgmma_tma_persistent.cu", "mha_fwd_fa3_wgmma_tma_persistent.cu.in"),
         ("mha_bwd", "fa2_mma.cu", "mha_bwd_fa2_mma.cu.in"),
         ("mha_bwd", "wgmma_tma_ws.cu", "mha_bwd_wgmma_tma_ws.cu.in"),
     )
