@@ -271,7 +271,7 @@ class GpuJudge:
         return self.tools.prestarted.pids() | self.waiting.pids()
 
     def close(self) -> None:
-        """End what the judge keeps running between candidates (the prestarted tool runs)."""
+        """End what the judge keeps running between candidates (the prestarted tool runs, the waiting child)."""
         self.tools.prestarted.close()
         self.waiting.close()
 
