@@ -80,6 +80,8 @@ AROUND_PARTS = ("prepare", "slots", "session_close", "verdict")
 """Around the session (ptxcore.gpu.pipeline.judge, .session): the GPU context and the build's library list, the
 trials' shared output buffers, ending the child and the meter, and assembling the verdict after the session;
 `rest` is the total minus build, workload_and_reference, prepare, the session and the verdict."""
+AROUND_INSIDE = ("build", "workload_and_reference", "prepare", "session", "verdict")
+"""The stages a judgement's total is split into for the `rest` of the table around the session."""
 STOP_PARTS = ("meter_decode", "meter_evaluate")
 """The meter's stop, by part (ptxcore.gpu.harness.meter.MeterDecode): decoding the hardware buffer, evaluating
 the samples' metrics; `other` is the stop minus these (settling, stopping)."""
@@ -150,6 +152,20 @@ def med(rows: list[dict], key: str) -> float | None:
     return statistics.median(vals) if vals else None
 
 
+def _parts(results: list[dict], parts: tuple[str, ...], whole: str, inside: tuple[str, ...] | None = None
+           ) -> list[list]:
+    """Per arm: the median of each part of the new candidates and the rest, the `whole` stage minus `inside`
+    (default: minus the parts); "-" where a stage was not recorded."""
+    rows = []
+    for a in results:
+        values = [med(a["latency"], k) for k in parts]
+        total = med(a["latency"], whole)
+        taken = values if inside is None else [med(a["latency"], k) for k in inside]
+        rest = total - sum(v or 0.0 for v in taken) if total is not None else None
+        rows.append([a["arm"], *[v if v is not None else "-" for v in values], rest if rest is not None else "-"])
+    return rows
+
+
 def report(results: list[dict]) -> str:
     headers = ["arm", "cold s", "new s", "prebuilt s", *STAGES, "stream/GPU-min"]
     rows = []
@@ -160,31 +176,13 @@ def report(results: list[dict]) -> str:
                      *[(med(new, k) if med(new, k) is not None else "-") for k in STAGES],
                      a["stream"]["per_gpu_minute"] if a["stream"]["per_gpu_minute"] is not None else "-"])
     lines = [table(headers, rows), "", "correctness stage of the new candidates, by part (median s):"]
-    split = []
-    for a in results:
-        parts = [med(a["latency"], k) for k in CORRECTNESS_PARTS]
-        whole = med(a["latency"], "correctness")
-        rest = whole - sum(v or 0.0 for v in parts) if whole is not None else None
-        split.append([a["arm"], *[v if v is not None else "-" for v in parts], rest if rest is not None else "-",
-                      med(a["latency"], "meter_configure") or "-"])
+    split = [[*row, med(a["latency"], "meter_configure") or "-"]
+             for a, row in zip(results, _parts(results, CORRECTNESS_PARTS, "correctness"), strict=True)]
     lines.append(table(["arm", *CORRECTNESS_PARTS, "calls and checks", "meter_configure (beside the gate)"], split))
-    lines += ["", "timing stage of the new candidates, by part (median s):"]
-    split = []
-    for a in results:
-        parts = [med(a["latency"], k) for k in TIMING_PARTS]
-        timing = med(a["latency"], "timing")
-        rest = timing - sum(v or 0.0 for v in parts) if timing is not None else None
-        split.append([a["arm"], *[v if v is not None else "-" for v in parts], rest if rest is not None else "-"])
-    lines.append(table(["arm", *TIMING_PARTS, "rest"], split))
-    around = []
-    for a in results:
-        parts = [med(a["latency"], k) for k in AROUND_PARTS]
-        if all(v is None for v in parts):
-            continue  # envelopes from before these stages were recorded
-        total = med(a["latency"], "total")
-        inside = [med(a["latency"], k) for k in ("build", "workload_and_reference", "prepare", "session", "verdict")]
-        rest = total - sum(v or 0.0 for v in inside) if total is not None else None
-        around.append([a["arm"], *[v if v is not None else "-" for v in parts], rest if rest is not None else "-"])
+    lines += ["", "timing stage of the new candidates, by part (median s):",
+              table(["arm", *TIMING_PARTS, "rest"], _parts(results, TIMING_PARTS, "timing"))]
+    around = [row for a, row in zip(results, _parts(results, AROUND_PARTS, "total", AROUND_INSIDE), strict=True)
+              if any(med(a["latency"], k) is not None for k in AROUND_PARTS)]  # none before they were recorded
     if around:
         lines += ["", "around the session (median s):", table(["arm", *AROUND_PARTS, "rest"], around)]
     stops = []

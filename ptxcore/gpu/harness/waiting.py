@@ -39,7 +39,6 @@ MAX_AGE_S = 1200.0
 class _Started:
     child: ChildProcess
     at: float
-    greeted: bool = False
 
 
 class WaitingSession:
@@ -80,19 +79,13 @@ class WaitingSession:
         if not self._usable(started):
             self._discard(started, "waited too long or ended")
             return None
-        return started.child if self._greet(started, startup_timeout_s) else None
-
-    def _greet(self, started: _Started, timeout_s: float) -> bool:
-        if started.greeted:
-            return True
         try:
-            started.child.greet(timeout_s)
+            started.child.greet(startup_timeout_s)
         except (ChildDied, ChildTimeout, ChildForged) as exc:
             log.warning("waiting session child not used: its start-up failed: %s", exc)
             self._discard(started, "")
-            return False
-        started.greeted = True
-        return True
+            return None
+        return started.child
 
     def pids(self) -> set[int]:
         """Host PIDs of the waiting child's processes (its sandbox's monitor and PID namespace)."""
