@@ -3,8 +3,10 @@
     python benchmarks/build_time.py [--variants 3] [--kernel K ...] [--base main] [--flags NAME=FLAGS ...]
     python benchmarks/build_time.py --check-sass [--base main]
 
-Every build is cold: each variant is the library kernel plus a distinct comment, built by `compile_candidate`
-into a fresh cache, in a fresh process (the toolchain is found before the clock starts, as in a warm service).
+Every build is cold: each variant is the library kernel plus a distinct comment and unused device variable (new
+device code: no SASS dump of it is remembered, ptxcore.compile.devicecode), built by `compile_candidate`
+into a fresh cache, in a fresh process that has first built a small kernel untimed (the toolchain found, nvcc's
+dry run and the device link's SASS dump remembered, as in a warm service; --cold-process: not).
 Configurations, each a source tree and extra nvcc flags:
   new          this working tree (what the checkout builds)
   base         the tree of git ref --base (default main), extracted with `git archive` (the build before a change),
@@ -46,6 +48,8 @@ FAILURES = {
     "host": "\n#ifndef __CUDA_ARCH__\nstatic int build_time_failure() { return undefined_host_name; }\n#endif\n",
     "device": "\n#ifdef __CUDA_ARCH__\n__device__ int build_time_failure() { return undefined_device_name; }\n#endif\n",
 }
+WARM_UP = "__global__ void build_time_warm_up(float* x) { x[threadIdx.x] = 1.0f; }\n"
+"""What each worker builds first, untimed, unless --cold-process: a warm service has built a candidate before."""
 WRAPPED = (  # (module, attribute, phase): whichever of them a tree has
     ("ptxcore.sandbox.runner", "Sandbox.run", "nvcc"),
     ("ptxcore.compile.build", "_gate", "gate"),
@@ -141,10 +145,12 @@ def worker(job: dict) -> dict:
     from ptxcore.compile.toolchain import toolchain
 
     toolchain("hopper")
+    options = BuildOptions(arch=get_architecture("hopper"), extra_flags=tuple(job["flags"]))
+    if job.get("warm", True):  # as a warm service: it has built before (nvcc's dry run, the device link's dump)
+        compile_candidate(WARM_UP + job["suffix"], options, CompileCache(Path(job["cache"] + "-warm")))
     phases = dict.fromkeys(PHASES, 0.0)
     _wrap(phases)
     source = Path(job["kernel"]).read_text() + job["suffix"]
-    options = BuildOptions(arch=get_architecture("hopper"), extra_flags=tuple(job["flags"]))
     started = time.monotonic()
     built = compile_candidate(source, options, CompileCache(Path(job["cache"])))
     wall = time.monotonic() - started
@@ -212,10 +218,11 @@ def timing(args, configs, scratch: Path) -> dict:
     for kernel in args.kernel:
         for v, i in abba(configs, args.variants):
             name, tree, flags = configs[i]
-            suffix = FAILURES.get(args.fail, "") + f"\n// build_time {stamp} {kernel} {v} {name}\n"
+            suffix = (FAILURES.get(args.fail, "") + f"\n// build_time {stamp} {kernel} {v} {name}\n"
+                      f"__device__ int build_time_{stamp}_{v}_{i} = {v};\n")
             job = {"kernel": str(REPO / kernel), "suffix": suffix,
                    "flags": flags, "cache": str(scratch / f"cache-{name}-{v}-{Path(kernel).stem}"),
-                   "nvcc_phases": args.nvcc_phases and v < 2 and not args.fail}
+                   "nvcc_phases": args.nvcc_phases and v < 2 and not args.fail, "warm": not args.cold_process}
             r = run_job(tree, job)
             if r["status"] != ("COMPILE_ERROR" if args.fail else "COMPILED"):
                 raise SystemExit(f"{kernel} under {name}: {r['status']} ({r['reason']})")
@@ -276,6 +283,8 @@ def main() -> int:
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--kernel", action="append", help=f"a .cu under the repository (default {', '.join(KERNELS)})")
     ap.add_argument("--variants", type=int, default=3, help="distinct variants per kernel and configuration")
+    ap.add_argument("--cold-process", action="store_true",
+                    help="no untimed warm-up build in each worker (a fresh process's first build)")
     ap.add_argument("--base", default="main", help="git ref (or folder) of the base configuration")
     ap.add_argument("--flags", action="append", default=[], help="NAME=FLAGS: this tree with FLAGS added (base:NAME=FLAGS: the base tree)")
     ap.add_argument("--nvcc-phases", action="store_true", help="add nvcc's --time split (one direct build)")

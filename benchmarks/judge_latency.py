@@ -3,8 +3,8 @@
     python benchmarks/judge_latency.py --gpus 0                       # on the GPU host (real judge)
     python benchmarks/judge_latency.py --gpus 0 --latency 3 --stream 6 --out lat.json
 
-Every candidate is NEW: the kernel (default: our GEMM solution) with a distinct trailing comment, so its
-build, memcheck and Nsight Compute run are never cache hits. Arms (each a fresh service with its own cache
+Every candidate is NEW: the kernel (default: our GEMM solution) with a distinct trailing comment and unused
+device variable, so its build, SASS dump, memcheck and Nsight Compute run are never cache hits. Arms (each a fresh service with its own cache
 root, same kernel, same counts):
 
   sequential   the order before issue 27: memcheck between correctness and timing, ncu after timing, the
@@ -88,9 +88,12 @@ the samples' metrics; `other` is the stop minus these (settling, stopping)."""
 
 
 def variants(source: str, arm: str, n: int) -> list[str]:
-    """`n` new candidates: the same kernel with a distinct comment (a new source hash, the same cubin)."""
+    """`n` new candidates: the same kernel with a distinct comment and a distinct unused device variable (a new
+    source hash and new device code, so that no fatbinary of theirs was dumped before, ptxcore.compile.devicecode;
+    the same instructions)."""
     nonce = uuid.uuid4().hex[:8]
-    return [f"{source}\n// judge_latency {arm} {nonce} {i}\n" for i in range(n)]
+    return [f"{source}\n// judge_latency {arm} {nonce} {i}\n__device__ int judge_latency_{nonce}_{i} = {i};\n"
+            for i in range(n)]
 
 
 def prebuild(sources: list[str], cache_root: Path) -> float:

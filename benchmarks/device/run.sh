@@ -25,7 +25,7 @@
 # solutions); OVERHEAD_KERNELS; STAGES_KERNEL; SOL_DIR (/tmp/sol) and SOL_ARGS (e.g. "--server URL", or "--resume": a second
 # call on the warm machine goes on where a timed-out solutions stage stopped);
 # EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; TOOL_PHASES_ARGS (e.g. a kernel and --repeats 5); BUILD_TIME_ARGS; THROUGHPUT_ARGS, ROLLOUT_ARGS, ENV_STEPS_ARGS and METER_PROBE_ARGS (replace the
-# default arguments); BWD_ARGS (added); DIAG_KERNEL and DIAG_PROBLEM; CAMPAIGN_ID (demo-h200x2), CAMPAIGN_SLOTS (2),
+# default arguments); BWD_ARGS (added); DIAG_KERNEL and DIAG_PROBLEM; PROFILE_KERNELS ("FILE.cu@problem ..."); CAMPAIGN_ID (demo-h200x2), CAMPAIGN_SLOTS (2),
 # PROFILER_PORT (8765);
 # and the preamble's (JUDGE_WHEELS, WHEELS, PYTHON, PTXBENCH_SITE, PTXBENCH_BIN, PTXBENCH_CACHE_DIR).
 set -uo pipefail
@@ -67,6 +67,7 @@ audit-probe    240  python -m research.timing.audit_probe: honest candidates' ti
 meter-probe    240  python -m research.timing.meter_probe \$METER_PROBE_ARGS: the device meter's coverage of trials of long calls
 bwd-precision   90  python -m research.precision.bwd_h200: dS rounding variants vs the judge's cuDNN refs
 diag           120  python -m research.precision.diagnose_mha_bwd \$DIAG_KERNEL: candidate vs cuDNN vs float64
+bwd-profile    300  python -m research.kernels.mha_bwd.profile_ncu per \$PROFILE_KERNELS: ncu --set full, candidate vs cuDNN
 "
 
 MIX="solutions/gemm_n7168_k5120/wgmma_tma_ws.cu solutions/mha_with_lse_d128_causal/fa3_wgmma_tma.cu
@@ -364,6 +365,15 @@ stage_bwd_precision() {
 stage_diag() {
   "$PYTHON" -m research.precision.diagnose_mha_bwd "${DIAG_KERNEL:-solutions/mha_bwd_d128_causal/wgmma_tma_ws.cu}" \
     --problem "${DIAG_PROBLEM:-mha_bwd_d128_causal}"
+}
+
+stage_bwd_profile() {  # PROFILE_KERNELS: "FILE.cu@problem ..."; each into $RUN_OUT/bwd_profile/<problem>
+  local item rc=0
+  for item in ${PROFILE_KERNELS:-solutions/mha_bwd_d128/wgmma_tma_ws.cu@mha_bwd_d128 solutions/mha_bwd_d128_causal/wgmma_tma_ws.cu@mha_bwd_d128_causal}; do
+    "$PYTHON" -m research.kernels.mha_bwd.profile_ncu --kernel "${item%@*}" --problem "${item#*@}" \
+      --out "$RUN_OUT/bwd_profile/${item#*@}" || rc=1
+  done
+  return "$rc"
 }
 
 # ---------------------------------------------------------------------------------------------- driver

@@ -2,10 +2,13 @@
 (cudafe++ and cicc preprocess the .ii again, gcc compiles cudafe++'s output) and what reaches the assembler
 decide REJECTED before any of the build's output (log or artifact) is used. A successful build's object is copied
 out before the gate so that its device code can be read meanwhile (`on_object`, ptxcore.compile.devicecode); a
-refused build's copy is removed and what was read of it dropped."""
+refused build's copy is removed and what was read of it dropped. With nvcc's two chains the per-pass checks start
+while nvcc still runs, on each pass once its step is over, and count only for the very text the gate reads after
+the build (ptxcore.compile.early)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -18,18 +21,8 @@ from pathlib import Path
 from ptxcore.sandbox import Sandbox, SandboxOutcome, SandboxStatus
 from ptxcore.schema import CompileStatus, SandboxMode
 
-from .directives import find_embedding, find_surviving_directive
-from .includes import (
-    PASS_FILES,
-    SOURCE_NAME,
-    Dependency,
-    check_entered,
-    check_generated,
-    check_log,
-    dependencies,
-    named_files,
-    read_passes,
-)
+from .early import STEPS_NAME, EarlyChecks, PassCheck, check_pass, merged_dependencies
+from .includes import PASS_FILES, SOURCE_NAME, Dependency, check_generated, check_log, read_passes
 from .nvcc import KEEP_DIR, BuildOptions, nvcc_command, scrub_log
 from .plan import dryrun, module_id, script
 from .toolchain import SCRATCH, Toolchain, compile_policy
@@ -81,16 +74,13 @@ def _copy_out(src: Path, dest: Path) -> bool:
     return True
 
 
-def _gate(passes: dict[str, str], named: dict[str, set[str]], outcome: SandboxOutcome, tc: Toolchain,
-          keep_dir: Path) -> str | None:
-    """The rejection reason of a build, or None: per pass, every file a marker names (`named`, per pass), any
-    directive a later pass would obey, file-embedding assembler text; then what the last gcc pass includes,
-    then the log."""
-    for name, text in passes.items():
-        reason = (check_entered(named[name], tc.include_roots) or find_surviving_directive(text)
-                  or find_embedding(text))
-        if reason is not None:
-            return reason
+def _gate(checks: dict[str, PassCheck], outcome: SandboxOutcome, tc: Toolchain, keep_dir: Path) -> str | None:
+    """The rejection reason of a build, or None: per pass (`checks`, in nvcc's order; ptxcore.compile.early
+    .check_pass), every file a marker names, any directive a later pass would obey, file-embedding assembler
+    text; then what the last gcc pass includes, then the log."""
+    for check in checks.values():
+        if check.reason is not None:
+            return check.reason
     return (check_generated(keep_dir, tc.include_roots, MAX_PREPROCESSED_CHARS, failed=not outcome.ok)
             or check_log(outcome.output, tc.include_roots))
 
@@ -105,10 +95,13 @@ def _failure_reason(outcome: SandboxOutcome, options: BuildOptions) -> str:
 
 
 def sandboxed_build(source: str, options: BuildOptions, tc: Toolchain, staging: Path, timeout_s: float,
-                    on_object: Callable[[Path], None] | None = None) -> BuildOutcome:
+                    on_object: Callable[[Path], None] | None = None,
+                    on_fatbin: Callable[[Path], None] | None = None) -> BuildOutcome:
     """Build `source` in a fresh sandbox; the artifact (if any) lands in `staging`. `on_object` is called with
     the copied-out object of a build that succeeded, before the gate judges it (to start reading its device
-    code); the object is removed again when the gate refuses the build."""
+    code); the object is removed again when the gate refuses the build. `on_fatbin` is called, while the build
+    still runs, with the kernel's fatbinary in the keep folder once nvcc's step that makes it has exited 0 (two
+    chains only; ptxcore.compile.early)."""
     policy = compile_policy(tc, options.timeout_s, options.memory_limit_bytes)
     with Sandbox(policy) as box:
         (box.scratch / SOURCE_NAME).write_text(source)
@@ -118,18 +111,28 @@ def sandboxed_build(source: str, options: BuildOptions, tc: Toolchain, staging: 
             box.give(path)
         cmd = nvcc_command(box.inside(SOURCE_NAME), box.inside(ARTIFACT_NAME), box.inside(KEEP_DIR), options, tc)
         plan = dryrun(tuple(cmd), policy.env["PATH"]) if options.two_chains else None
+        host = str(box.scratch) + "/"
+
+        def at_sandbox_paths(text: str) -> str:  # an unsandboxed build, as if it had run at the sandbox's paths
+            return text.replace(host, SCRATCH + "/") if box.mode is SandboxMode.UNSANDBOXED else text
+
+        early = None
         if plan is not None:  # nvcc's own steps, its two chains at once; its log and status
-            cmd = ["/bin/bash", "-c", script(plan, module_id(box.inside(SOURCE_NAME)), box.inside(KEEP_DIR))]
-        outcome = box.run(cmd, timeout_s=max(timeout_s, 1.0))
+            cmd = ["/bin/bash", "-c", script(plan, module_id(box.inside(SOURCE_NAME)), box.inside(KEEP_DIR),
+                                             box.inside(STEPS_NAME))]
+            early = EarlyChecks(box.scratch / KEEP_DIR, box.scratch / STEPS_NAME, plan, box.inside(KEEP_DIR),
+                                tc.include_roots, MAX_PREPROCESSED_CHARS, at_sandbox_paths, on_fatbin)
+        with early if early is not None else contextlib.nullcontext():
+            outcome = box.run(cmd, timeout_s=max(timeout_s, 1.0))
         passes, oversize = read_passes(box.scratch / KEEP_DIR, MAX_PREPROCESSED_CHARS)
         if oversize:
             return _oversize(outcome, options)
-        if box.mode is SandboxMode.UNSANDBOXED:  # as if it had run at the sandbox's paths
-            host = str(box.scratch) + "/"
-            passes = {k: v.replace(host, SCRATCH + "/") for k, v in passes.items()}
-            outcome = outcome.model_copy(update={"stdout": outcome.stdout.replace(host, SCRATCH + "/"),
-                                                 "stderr": outcome.stderr.replace(host, SCRATCH + "/")})
-        return _judge(outcome, passes, options, tc, box.scratch, staging, on_object)
+        passes = {k: at_sandbox_paths(v) for k, v in passes.items()}
+        outcome = outcome.model_copy(update={"stdout": at_sandbox_paths(outcome.stdout),
+                                             "stderr": at_sandbox_paths(outcome.stderr)})
+        checks = {name: (early.check(name, text) if early is not None else None)
+                  or check_pass(text, tc.include_roots) for name, text in passes.items()}
+        return _judge(outcome, checks, options, tc, box.scratch, staging, on_object)
 
 
 def _oversize(outcome: SandboxOutcome, options: BuildOptions) -> BuildOutcome:
@@ -153,17 +156,17 @@ def _deterministic(outcome: SandboxOutcome, passes: dict[str, str]) -> bool:
     return list(passes) == [PASS_FILES[0]] and not _GCC_ERROR.search(outcome.output)
 
 
-def _judge(outcome: SandboxOutcome, passes: dict[str, str], options: BuildOptions, tc: Toolchain,
+def _judge(outcome: SandboxOutcome, checks: dict[str, PassCheck], options: BuildOptions, tc: Toolchain,
            scratch: Path, staging: Path, on_object: Callable[[Path], None] | None) -> BuildOutcome:
+    passes = {name: check.text for name, check in checks.items()}
     cacheable = _deterministic(outcome, passes)
-    named = {name: named_files(text) for name, text in passes.items()}
-    deps = dependencies(set().union(*named.values()), tc.include_roots) if cacheable and named else []
+    deps = merged_dependencies(checks.values()) if cacheable and checks else []
     common = {"deps": deps, "duration_s": outcome.duration_s, "mode": outcome.mode}
     artifact = staging / ARTIFACT_NAME
     copied = outcome.ok and len(passes) == 2 and _copy_out(scratch / ARTIFACT_NAME, artifact)
     if copied and on_object is not None:
         on_object(artifact)  # read while the gate runs; used only when the build is COMPILED
-    reason = _gate(passes, named, outcome, tc, scratch / KEEP_DIR)
+    reason = _gate(checks, outcome, tc, scratch / KEEP_DIR)
     if reason is not None or not copied:
         artifact.unlink(missing_ok=True)
     if reason is not None:

@@ -162,7 +162,7 @@ def dependencies_current(deps: list[Dependency]) -> bool:
         return False
 
 
-def _read_regular(path: Path, max_chars: int) -> tuple[str | None, bool]:
+def read_regular(path: Path, max_chars: int) -> tuple[str | None, bool]:
     """(text, oversize) of a regular file, never following a link; (None, False) when there is none."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -183,7 +183,7 @@ def read_passes(keep_dir: Path, max_chars: int) -> tuple[dict[str, str], bool]:
     out: dict[str, str] = {}
     oversize = False
     for name in PASS_FILES:
-        text, too_big = _read_regular(keep_dir / name, max_chars)
+        text, too_big = read_regular(keep_dir / name, max_chars)
         oversize |= too_big
         if text is not None:
             out[name] = text
@@ -210,7 +210,7 @@ def check_generated(keep_dir: Path, roots: tuple[IncludeRoot, ...], max_chars: i
     header or one of the build's own files, or cannot be read whole; None otherwise. `failed`: the build failed,
     so a file nvcc would have generated later (a bare `kernel.*` name) may be missing."""
     for name in _GENERATED:
-        text, oversize = _read_regular(keep_dir / name, max_chars)
+        text, oversize = read_regular(keep_dir / name, max_chars)
         if oversize:
             return GENERATED_REASON
         for include in _INCLUDE_LINE.findall(text or ""):

@@ -112,7 +112,8 @@ def _build(source: str, options: BuildOptions, tc: Toolchain, key: str, cache: C
     try:
         remaining = options.timeout_s - (time.monotonic() - started)
         with DeviceCodeReader() as reader:
-            built = sandboxed_build(source, options, tc, staging, remaining, on_object=reader.start)
+            built = sandboxed_build(source, options, tc, staging, remaining, on_object=reader.start,
+                                    on_fatbin=reader.prefetch)
             sass, cubin, artifact_sha = None, None, None
             if built.status is CompileStatus.COMPILED:
                 built = _imports_gate(built)
