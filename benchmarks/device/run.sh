@@ -68,6 +68,7 @@ meter-probe    240  python -m research.timing.meter_probe \$METER_PROBE_ARGS: th
 bwd-precision   90  python -m research.precision.bwd_h200: dS rounding variants vs the judge's cuDNN refs
 diag           120  python -m research.precision.diagnose_mha_bwd \$DIAG_KERNEL: candidate vs cuDNN vs float64
 bwd-profile    300  python -m research.kernels.mha_bwd.profile_ncu per \$PROFILE_KERNELS: ncu --set full, candidate vs cuDNN
+ncu-phases     240  python -m research.timing.ncu_phases \$NCU_PHASES_ARGS: a prestarted ncu run after its request, step by step
 "
 
 MIX="solutions/gemm_n7168_k5120/wgmma_tma_ws.cu solutions/mha_with_lse_d128_causal/fa3_wgmma_tma.cu
@@ -365,6 +366,11 @@ stage_bwd_precision() {
 stage_diag() {
   "$PYTHON" -m research.precision.diagnose_mha_bwd "${DIAG_KERNEL:-solutions/mha_bwd_d128_causal/wgmma_tma_ws.cu}" \
     --problem "${DIAG_PROBLEM:-mha_bwd_d128_causal}"
+}
+
+stage_ncu_phases() {
+  # shellcheck disable=SC2086 # NCU_PHASES_ARGS is a list of arguments
+  "$PYTHON" -m research.timing.ncu_phases --out "$RUN_OUT/ncu_phases.json" ${NCU_PHASES_ARGS:-}
 }
 
 stage_bwd_profile() {  # PROFILE_KERNELS: "FILE.cu@problem ..."; each into $RUN_OUT/bwd_profile/<problem>

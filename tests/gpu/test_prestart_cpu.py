@@ -86,6 +86,25 @@ def test_the_child_takes_one_way_to_its_candidate_and_a_bad_request_is_one_line(
     assert err[-1].startswith("ptxbench child: request") and "exactly the fields" in err[-1]
 
 
+def test_the_child_process_ends_at_once_with_mains_code_and_its_streams_flushed(tmp_path):
+    """`python -m ptxcore.gpu.child` ends by os._exit after main: the code main returned, every line written before
+    it on both streams, and no atexit handler run (one registered at import by a sitecustomize stand-in prints)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "r.json").write_text("{}")
+    (tmp_path / "sitecustomize.py").write_text(
+        "import atexit, sys\natexit.register(lambda: print('teardown ran', file=sys.stderr, flush=True))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    out = subprocess.run([sys.executable, "-m", "ptxcore.gpu.child", "profile", "--request", str(tmp_path / "r.json")],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 2, out.stderr
+    assert "exactly the fields" in out.stderr.strip().splitlines()[-1]
+    assert "teardown ran" not in out.stderr
+    check = subprocess.run([sys.executable, "-c", "pass"], capture_output=True, text=True, timeout=60, env=env)
+    assert "teardown ran" in check.stderr, "the stand-in runs its handler in a normal interpreter exit"
+
+
 # ---- one waiting run ------------------------------------------------------------------------------------
 
 def test_a_waiting_run_serves_its_candidate_then_leaves_nothing(tmp_path):
