@@ -39,9 +39,9 @@ def undefined_symbols(path: Path) -> list[str]:
                     end = data.index(b"\0", str_off + name)
                     out.append(data[str_off + name:end].decode(errors="replace"))
         return out
+    except ElfReadError:
+        raise
     except (struct.error, IndexError, ValueError) as exc:
-        if isinstance(exc, ElfReadError):
-            raise
         raise ElfReadError(f"{label}: malformed ELF ({exc})") from exc
 
 
