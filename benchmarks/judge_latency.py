@@ -53,6 +53,9 @@ ARMS = {
                      ("--prebuild-workers", "2")),
     "waiting-child": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": True},
                       ("--prebuild-workers", "2")),
+    "prepared-tools": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": True,
+                        "prepare_tools": True},
+                       ("--prebuild-workers", "2")),
     "fine-meter": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": True,
                     "meter_samples_per_call": 100},
                    ("--prebuild-workers", "2")),
@@ -61,7 +64,9 @@ ARMS = {
 with each candidate's memcheck and ncu runs started before it is known (JudgeConfig.prestart_tools,
 ptxcore.gpu.harness.prestart), one waiting run per tool; `prestarted-2` keeps two (prestart_depth), for
 back-to-back candidates; `waiting-child` (the default judge) also starts the session child ahead
-(JudgeConfig.prestart_child, ptxcore.gpu.harness.waiting). `fine-meter` is the default judge with the meter's
+(JudgeConfig.prestart_child, ptxcore.gpu.harness.waiting). `prepared-tools` is the default judge whose memcheck
+and ncu runs, once taken for a candidate, make their CUDA context and inputs while its session loads and runs
+correctness (JudgeConfig.prepare_tools). `fine-meter` is the default judge with the meter's
 former default of 100 samples per call, four times the default's 25 (JudgeConfig.meter_samples_per_call).
 Every arm configures the meter beside the memcheck gate (pipeline.session), as the judge does."""
 STAGES = ("build", "workload_and_reference", "correctness", "sanitizer", "memcheck", "ncu", "timing", "total")
@@ -76,12 +81,16 @@ start (settle) and stop (settle, stop, decode) per trial, the GPU monitor's snap
 warm-up and timed calls, reading their comparisons and CUPTI records, and the audit; `rest` is the timing stage
 minus these. The meter's configuration (`meter_configure`) runs beside the memcheck gate, shown with the
 correctness parts."""
-AROUND_PARTS = ("prepare", "slots", "session_close", "verdict")
+AROUND_PARTS = ("prepare", "tools_prepare", "slots", "session_close", "verdict")
 """Around the session (ptxcore.gpu.pipeline.judge, .session): the GPU context and the build's library list, the
 trials' shared output buffers, ending the child and the meter, and assembling the verdict after the session;
-`rest` is the total minus build, workload_and_reference, prepare, the session and the verdict."""
-AROUND_INSIDE = ("build", "workload_and_reference", "prepare", "session", "verdict")
+`tools_prepare` is taking the tool runs and writing their preparation (JudgeConfig.prepare_tools); `rest` is the
+total minus build, workload_and_reference, prepare, tools_prepare, the session and the verdict."""
+AROUND_INSIDE = ("build", "workload_and_reference", "prepare", "tools_prepare", "session", "verdict")
 """The stages a judgement's total is split into for the `rest` of the table around the session."""
+CLOSE_PARTS = ("child_close", "meter_close", "slots_release")
+"""Closing the session, by part (ptxcore.gpu.pipeline.session): ending the child (its exit request, its process
+and sandbox), closing the device meter (CUPTI PM sampling disabled), releasing the trials' shared buffers."""
 STOP_PARTS = ("meter_decode", "meter_evaluate")
 """The meter's stop, by part (ptxcore.gpu.harness.meter.MeterDecode): decoding the hardware buffer, evaluating
 the samples' metrics; `other` is the stop minus these (settling, stopping)."""
@@ -139,7 +148,7 @@ def run_arm(arm: str, source: str, problem: str, args: argparse.Namespace) -> di
             prebuilt = [one(client, s, problem) for s in pre]
             print(f"# {arm}: a stream of {len(stream)}", flush=True)
             t0 = time.monotonic()
-            ids = client.submit_batch([{"definition": problem, "source": s} for s in stream])
+            ids = client.submit_batch([{"definition": problem, "source": s} for s in stream]) if stream else []
             done = [client.wait(i, timeout_s=3600) for i in ids]
             stream_wall = time.monotonic() - t0
     finally:
@@ -195,9 +204,16 @@ def report(results: list[dict]) -> str:
             stops.append([a["arm"], stop, *parts, stop - sum(parts)])
     if stops:
         lines += ["", "the meter's stop, by part (median s):", table(["arm", "meter_stop", *STOP_PARTS, "other"], stops)]
-    if len(results) == 2 and results[0]["latency"] and results[1]["latency"]:
-        b, n = (statistics.median(r["wall_s"] for r in a["latency"]) for a in results)
-        lines.append(f"new-candidate wall, {results[1]['arm']} / {results[0]['arm']}: {n / b:.3f}")
+    closes = [[a["arm"], *[med(a["latency"], k) for k in ("session_close", *CLOSE_PARTS)]] for a in results
+              if all(med(a["latency"], k) is not None for k in ("session_close", *CLOSE_PARTS))]
+    if closes:
+        lines += ["", "closing the session, by part (median s):", table(["arm", "session_close", *CLOSE_PARTS], closes)]
+    names = list(dict.fromkeys(a["arm"] for a in results))  # an arm named twice (A B B A) pools its candidates
+    walls = {name: [r["wall_s"] for a in results if a["arm"] == name for r in a["latency"]] for name in names}
+    if len(names) == 2 and all(walls.values()):
+        b, n = (statistics.median(walls[name]) for name in names)
+        lines.append(f"new-candidate wall, {names[1]} / {names[0]}: {n / b:.3f} (medians of {len(walls[names[1]])} and "
+                     f"{len(walls[names[0]])} candidates)")
     verdicts = {(a["arm"], r["status"], r["target"]) for a in results for r in [a["cold"], *a["latency"], *a["prebuilt"]]}
     counts = {tuple(sorted(r["counts"].items())) for a in results for r in [a["cold"], *a["latency"], *a["prebuilt"]]}
     lines.append(f"verdicts (arm, status, target): {sorted(verdicts)}")

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from functools import cache
 from typing import Any
 
 from prefect import task
 from prefect.cache_policies import CachePolicy
+from prefect.client.orchestration import get_client
 
 from ptxcore.arch import Architecture, get_architecture
 from ptxcore.compile import CompiledCandidate
@@ -109,11 +111,31 @@ class PrefectWorkerJudge:
         future = self.task.delay(source, compiled, problem.name, label, Language(language))
         log.info("judge task %s for %s submitted to `ptxbench worker --arch %s`", future.task_run_id, problem.name,
                  self.arch)
-        try:
-            return future.result(timeout=self.timeout_s)
-        except TimeoutError as exc:  # an infrastructure failure: the judge task's retry condition retries it
-            raise TimeoutError(f"no `ptxbench worker --arch {self.arch}` finished judge task {future.task_run_id} "
-                               f"within {self.timeout_s:.0f} s") from exc
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                return future.result(timeout=max(0.0, deadline - time.monotonic()))
+            except TimeoutError as exc:  # an infrastructure failure: the judge task's retry condition retries it
+                raise TimeoutError(f"no `ptxbench worker --arch {self.arch}` finished judge task "
+                                   f"{future.task_run_id} within {self.timeout_s:.0f} s") from exc
+            except RuntimeError:
+                # Prefect's wait reads the task run once and raises a plain RuntimeError when it has no state
+                # yet; a run delayed a moment ago can read so while the server records the worker's first
+                # state (CI saw it on the retry of a judgement). Waited out only where the run's state really
+                # reads None, and only until the deadline; any other RuntimeError is the judgement's own.
+                if not _stateless(future.task_run_id) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(STATELESS_POLL_S)
+
+
+STATELESS_POLL_S = 0.2
+"""How long the wait pauses when the task run it waits for has no state yet."""
+
+
+def _stateless(task_run_id: Any) -> bool:
+    """Whether the task run reads back with no state (the moment between its creation and its first state)."""
+    with get_client(sync_client=True) as client:
+        return client.read_task_run(task_run_id).state is None
 
 
 def prefect_worker_judge(route: JudgeRoute, arch: str) -> PrefectWorkerJudge:

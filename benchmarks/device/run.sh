@@ -26,7 +26,8 @@
 # call on the warm machine goes on where a timed-out solutions stage stopped);
 # EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; TOOL_PHASES_ARGS (e.g. a kernel and --repeats 5); BUILD_TIME_ARGS; THROUGHPUT_ARGS, ROLLOUT_ARGS, ENV_STEPS_ARGS and METER_PROBE_ARGS (replace the
 # default arguments); BWD_ARGS (added); DIAG_KERNEL and DIAG_PROBLEM; PROFILE_KERNELS ("FILE.cu@problem ..."); CAMPAIGN_ID (demo-h200x2), CAMPAIGN_SLOTS (2),
-# PROFILER_PORT (8765);
+# PROFILER_PORT (8765); PTXBENCH_TEST_JUDGE_CONFIG (JudgeConfig fields as JSON for the GPU suites, e.g.
+# '{"prepare_tools": true}' for hostile-controls: tests/gpu/judge_overrides.py);
 # and the preamble's (JUDGE_WHEELS, WHEELS, PYTHON, PTXBENCH_SITE, PTXBENCH_BIN, PTXBENCH_CACHE_DIR).
 set -uo pipefail
 

@@ -57,6 +57,12 @@ class JudgeConfig(FrozenModel):
     prestart_depth: int = Field(default=2, ge=1)
     """Waiting runs kept per tool: 1 serves a candidate that comes seconds after the last; 2 also back-to-back
     prebuilt candidates (each waiting run holds about half a GiB of host memory and nothing on the GPU)."""
+    prepare_tools: bool = False
+    """With overlap_tools and prestart_tools: once a TVM-FFI candidate's workload and reference are ready, its
+    memcheck and ncu runs make their CUDA context and inputs (no candidate code) while its session loads and runs
+    correctness; the runs are used before timing or closed (harness.prestart, `WaitingRun.prepare`; issue 27).
+    Off by default until measured on the H200 (judge_latency's `prepared-tools` arm, the hostile suite and the
+    golden controls with it on)."""
     prestart_child: bool = True
     """Start the next TVM-FFI candidate's session child ahead (its sandbox, interpreter, CUDA context and CUPTI,
     with no candidate in it), the built library handed in before LOAD (harness.waiting; issue 27)."""

@@ -63,6 +63,24 @@ def test_the_time_around_the_session_is_shown_once_recorded():
     lines = jl.report([arm]).splitlines()
     head = lines.index("around the session (median s):")
     row = lines[head + 3].split()
-    assert row[0] == "waiting-child" and [float(v) for v in row[1:]] == [0.1, 0.05, 0.2, 0.3, 0.2]
+    assert row[0] == "waiting-child" and row[2] == "-"  # no tools_prepare recorded
+    assert [float(v) for k, v in enumerate(row[1:]) if k != 1] == [0.1, 0.05, 0.2, 0.3, 0.2]
+    prepared = {**arm, "latency": [_judged(9.0, build=5.0, prepare=0.1, tools_prepare=0.02, session=3.0, slots=0.05,
+                                           session_close=0.2, verdict=0.3, total=8.6)]}
+    row = jl.report([prepared]).splitlines()[head + 3].split()
+    assert [float(v) for v in row[1:]] == [0.1, 0.02, 0.05, 0.2, 0.3, 0.18]  # the rest less the preparation
     old = {**arm, "latency": [_judged(9.0, build=5.0)]}
     assert "around the session" not in jl.report([old])
+
+
+def test_an_arm_named_twice_pools_its_candidates_for_the_ratio():
+    """A B B A: two arms, each run twice; the ratio is of the medians over each arm's candidates."""
+    jl = _load()
+
+    def arm(name, *walls):
+        return {"arm": name, "cold": _judged(30.0), "latency": [_judged(w) for w in walls], "prebuilt": [],
+                "stream": {"per_gpu_minute": None}}
+
+    text = jl.report([arm("waiting-child", 10.0, 10.4), arm("prepared-tools", 9.0), arm("prepared-tools", 9.4),
+                      arm("waiting-child", 10.2)])
+    assert "new-candidate wall, prepared-tools / waiting-child: 0.902 (medians of 2 and 3 candidates)" in text

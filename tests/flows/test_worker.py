@@ -121,3 +121,49 @@ def test_infra_failure_survives_pickling_between_worker_and_flow():
                                    target_instruction=TargetInstructionEvidence(status=TargetInstruction.UNKNOWN)))
     back = pickle.loads(pickle.dumps(exc))
     assert isinstance(back, InfraFailure) and back.result == exc.result and str(back) == str(exc)
+
+
+class _Future:
+    """A delayed judgement's future whose first waits raise as Prefect's does for a run with no state yet."""
+
+    def __init__(self, stateless_reads: int, value: object) -> None:
+        self.task_run_id = "run-1"
+        self.stateless_reads = stateless_reads
+        self.value = value
+        self.calls = 0
+
+    def result(self, timeout: float) -> object:
+        self.calls += 1
+        if self.calls <= self.stateless_reads:
+            raise RuntimeError("Task run run-1 has no state which means it hasn't started yet.")
+        return self.value
+
+
+def _judge_with(monkeypatch, future: _Future, stateless: bool, timeout_s: float = 30.0):
+    import tasks.remote_judge as remote_judge
+    from ptxcore.arch import get_architecture
+    from ptxcore.problems import get_problem
+
+    judge = PrefectWorkerJudge("hopper", timeout_s=timeout_s)
+    monkeypatch.setattr(judge, "task", type("T", (), {"delay": staticmethod(lambda *a, **k: future)})())
+    monkeypatch.setattr(remote_judge, "_stateless", lambda run_id: stateless)
+    monkeypatch.setattr(remote_judge, "STATELESS_POLL_S", 0.0)
+    return judge.judge("src", get_problem("mha_with_lse_d128"), get_architecture("hopper"))
+
+
+def test_a_task_run_read_before_its_first_state_is_waited_out(monkeypatch):
+    future = _Future(stateless_reads=2, value="verdict")
+    assert _judge_with(monkeypatch, future, stateless=True) == "verdict" and future.calls == 3
+
+
+def test_a_runtime_error_of_a_run_that_has_a_state_is_raised(monkeypatch):
+    future = _Future(stateless_reads=1, value="verdict")
+    with pytest.raises(RuntimeError, match="has no state"):
+        _judge_with(monkeypatch, future, stateless=False)
+    assert future.calls == 1
+
+
+def test_a_run_that_never_gets_a_state_fails_at_the_deadline(monkeypatch):
+    future = _Future(stateless_reads=10**9, value="verdict")
+    with pytest.raises(RuntimeError, match="has no state"):
+        _judge_with(monkeypatch, future, stateless=True, timeout_s=0.05)

@@ -19,6 +19,7 @@ from ptxcore.problems import get_problem
 from ptxcore.schema import ArbitrationOutcome, MeterStatus
 from ptxcore.schema import EvaluationStatus as S
 from ptxcore.schema import TargetInstruction as T
+from tests.gpu.judge_overrides import judge_overrides
 
 pytestmark = pytest.mark.gpu
 
@@ -50,7 +51,8 @@ CONTROLS = [
 @pytest.fixture(scope="module")
 def judge(tmp_path_factory) -> GpuJudge:
     root = os.environ.get("PTXBENCH_TEST_CACHE")
-    return GpuJudge(JudgeConfig(cache_dir=Path(root) if root else tmp_path_factory.mktemp("judge"), **CONFIG))
+    return GpuJudge(JudgeConfig(cache_dir=Path(root) if root else tmp_path_factory.mktemp("judge"),
+                                **{**CONFIG, **judge_overrides()}))
 
 
 def _judge(judge: GpuJudge, name: str, problem: str):

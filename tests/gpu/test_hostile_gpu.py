@@ -31,6 +31,7 @@ from ptxcore.problems import get_problem
 from ptxcore.schema import EvaluationStatus as S
 from ptxcore.schema import MeterStatus, TargetWork
 from ptxcore.schema import TargetInstruction as T
+from tests.gpu.judge_overrides import judge_overrides
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.gpu
@@ -71,7 +72,8 @@ def _tree_digest(root: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def judge(tmp_path_factory) -> Iterator[GpuJudge]:
     os.environ["PTXBENCH_TEST_SECRET"] = SECRET  # in the judge's environment: no candidate may see it
-    judge = GpuJudge(JudgeConfig(cache_dir=tmp_path_factory.mktemp("hostile-judge"), **CONFIG))
+    judge = GpuJudge(JudgeConfig(cache_dir=tmp_path_factory.mktemp("hostile-judge"),
+                                 **{**CONFIG, **judge_overrides()}))
     JUDGES.append(judge)
     yield judge
     judge.close()

@@ -90,3 +90,29 @@ def test_the_sequential_order_counts_after_timing_and_without_a_gate_runs_nothin
     assert tools.target(object()) is EXECUTED and order == ["memcheck", "ncu"]
     assert not ToolsBeforeTiming(None, lambda out: EXECUTED, Stages(), overlap=False).active
     assert ToolsBeforeTiming(None, lambda out: EXECUTED, Stages(), overlap=True).active  # counting alone, before timing
+
+
+def test_what_the_tools_leave_prepared_is_released_once_both_ended_and_also_after_a_failure():
+    """`after` (the judge's release of tool runs prepared for this candidate) runs when both tools have ended,
+    before the session times anything, whatever the tools did."""
+    order = []
+
+    def gate(out):
+        time.sleep(0.05)
+        order.append("memcheck")
+
+    def evidence(out):
+        order.append("ncu")
+        return EXECUTED
+
+    tools = ToolsBeforeTiming(gate, evidence, Stages(), overlap=True, after=lambda: order.append("released"))
+    assert tools(object()) is None and order[-1] == "released" and sorted(order[:2]) == ["memcheck", "ncu"]
+
+    def broken(out):
+        raise InfraError("compute-sanitizer gave no verdict in 2 run(s)")
+
+    order.clear()
+    tools = ToolsBeforeTiming(broken, evidence, Stages(), overlap=True, after=lambda: order.append("released"))
+    with pytest.raises(InfraError):
+        tools(object())
+    assert order == ["ncu", "released"]

@@ -33,8 +33,14 @@ ECHO = ("import json, sys; from pathlib import Path\n"
         "{after}\n")
 
 
-def _echo(after: str = ""):
-    return lambda request: [sys.executable, "-c", ECHO.format(after=after), request]
+PREPARED_ECHO = ECHO.replace("r = await_request(Path(sys.argv[1]))",
+                             "r = await_request(Path(sys.argv[1]), on_prepare=lambda f: print('prepared ' + "
+                             "json.dumps(f), flush=True))")
+
+
+def _echo(after: str = "", prepared: bool = False):
+    text = (PREPARED_ECHO if prepared else ECHO).format(after=after)
+    return lambda request: [sys.executable, "-c", text, request]
 
 
 def _alive(pid: int) -> bool:
@@ -105,6 +111,67 @@ def test_the_child_process_ends_at_once_with_mains_code_and_its_streams_flushed(
     assert "teardown ran" in check.stderr, "the stand-in runs its handler in a normal interpreter exit"
 
 
+def test_a_preparation_comes_before_its_request_and_the_request_must_carry_its_arguments(tmp_path):
+    path = tmp_path / "request.json"
+    (tmp_path / "prepare.json").write_text(json.dumps(REQUEST))
+    seen = []
+
+    def prepare(fields):  # the judge writes the request once the candidate passed correctness
+        seen.append(fields)
+        path.write_text(json.dumps({**REQUEST, "library": "/scratch/kernel.so"}))
+
+    assert await_request(path, poll_s=0.01, on_prepare=prepare) == {**REQUEST, "library": "/scratch/kernel.so"}
+    assert seen == [REQUEST]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "prepare.json").write_text(json.dumps(REQUEST))
+    with pytest.raises(RequestError, match="does not carry the arguments of its preparation"):
+        await_request(other / "request.json", poll_s=0.01, on_prepare=lambda f: (other / "request.json").write_text(
+            json.dumps({**REQUEST, "seed": 7, "library": "/scratch/kernel.so"})))
+
+
+@pytest.mark.parametrize("text, why", [
+    ("[]", "preparation .* must have exactly the fields"),
+    (json.dumps({**REQUEST, "library": "/k.so"}), "must have exactly the fields"),
+    (json.dumps({**REQUEST, "device": -1}), "out of range"),
+])
+def test_a_preparation_that_is_not_the_judges_is_refused(tmp_path, text, why):
+    (tmp_path / "prepare.json").write_text(text)
+    with pytest.raises(RequestError, match=why):
+        await_request(tmp_path / "request.json", poll_s=0.01, max_wait_s=5, on_prepare=lambda f: pytest.fail("used"))
+
+
+def test_a_child_that_takes_no_preparation_ignores_one(tmp_path):
+    (tmp_path / "prepare.json").write_text("not json")
+    (tmp_path / "request.json").write_text(json.dumps({**REQUEST, "library": "/k.so"}))
+    assert await_request(tmp_path / "request.json")["library"] == "/k.so"
+
+
+def test_the_child_runs_on_the_inputs_it_prepared_before_its_request(tmp_path, monkeypatch):
+    """`--request` mode: the preparation made once, before the request is read, and handed to the run."""
+    from ptxcore.gpu.child import standalone
+
+    order: list[str] = []
+
+    def prepare_run(fields):
+        order.append("prepared")
+        (tmp_path / "request.json").write_text(json.dumps({**REQUEST, "library": "/scratch/kernel.so"}))
+        return standalone.PreparedRun(dict(fields), "spec", {"x": 1})
+
+    def run_standalone(args, profile, prepared=None):
+        order.append("run")
+        assert profile and args.library == "/scratch/kernel.so" and args.seed == REQUEST["seed"]
+        assert prepared is not None and prepared.fields == REQUEST and prepared.values == {"x": 1}
+        return 0
+
+    monkeypatch.setattr(standalone, "import_for_run", lambda: None)
+    monkeypatch.setattr(standalone, "prepare_run", prepare_run)
+    monkeypatch.setattr(standalone, "run_standalone", run_standalone)
+    (tmp_path / "prepare.json").write_text(json.dumps(REQUEST))
+    assert child_main(["profile", "--request", str(tmp_path / "request.json")]) == 0
+    assert order == ["prepared", "run"]
+
+
 # ---- one waiting run ------------------------------------------------------------------------------------
 
 def test_a_waiting_run_serves_its_candidate_then_leaves_nothing(tmp_path):
@@ -124,6 +191,69 @@ def test_a_waiting_run_serves_its_candidate_then_leaves_nothing(tmp_path):
     assert not run.alive() and not scratch.exists() and not _alive(monitor)
     with pytest.raises(PrestartLost):  # used once
         run.go(lib, REQUEST, 60)
+
+
+def test_a_prepared_run_makes_its_part_first_and_takes_only_its_own_request(tmp_path):
+    lib = tmp_path / "kernel.so"
+    lib.write_text("candidate library bytes")
+    run = WaitingRun("ncu", _echo(prepared=True), env={})
+    run.prepare(REQUEST)
+    with pytest.raises(ValueError, match="already prepared"):
+        run.prepare(REQUEST)
+    assert [p.name for p in run.sandbox.box.scratch.iterdir()] == ["prepare.json"]  # no candidate in it yet
+    out = run.go(lib, REQUEST, 60)
+    assert out.status is SandboxStatus.EXITED and out.exit_code == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[:2] == ["waiting", "prepared " + json.dumps(REQUEST)]
+    assert json.loads(lines[2]) == {**REQUEST, "library": "/scratch/kernel.so"} and lines[3] == "candidate library bytes"
+    other = WaitingRun("ncu", _echo(prepared=True), env={})
+    other.prepare(REQUEST)
+    scratch = other.sandbox.box.scratch
+    with pytest.raises(ValueError, match="prepared for another request"):
+        other.go(lib, {**REQUEST, "seed": 1}, 60)
+    assert not other.alive() and not scratch.exists()  # closed, the candidate never handed in
+
+
+def test_the_tool_stage_takes_the_run_prepared_for_it_and_the_rest_are_closed(tmp_path, monkeypatch):
+    """ToolStages.prepare takes a waiting memcheck run and prepares it with the gate's own request; the gate then
+    runs on it (its output shows the preparation); a preparation no stage took is closed by release_prepared."""
+    from types import SimpleNamespace
+
+    from ptxcore.gpu.config import JudgeConfig
+    from ptxcore.gpu.pipeline.result import ResultBuilder
+    from ptxcore.gpu.pipeline.tools import ToolStages
+    from ptxcore.problems import get_problem
+
+    summary = "print('========= ERROR SUMMARY: 0 errors')"
+    monkeypatch.setattr(prestart, "child_command", lambda stage, request: [
+        sys.executable, "-c", PREPARED_ECHO.format(after=summary), request])
+    tools = ToolStages(tmp_path, JudgeConfig(cache_dir=tmp_path, ncu=False))
+    tools.prestart()
+    lib = tmp_path / "kernel.so"
+    lib.write_text("the candidate")
+    compiled = SimpleNamespace(artifact=lib, sass=None,
+                               result=SimpleNamespace(source_sha256="a" * 64, cubin_sha256="b" * 64))
+    problem = get_problem("gemm_n7168_k5120")
+    r = ResultBuilder(problem.name, problem.workload(None).uuid, "hopper")
+    try:
+        assert tools.prepare(compiled, problem, r.workload) == ["memcheck"]  # no SASS target: no ncu run
+        assert tools.prestarted.waiting() == ["memcheck"]  # the prepared one is out of the pool
+        assert tools.memcheck(compiled, problem, r.workload, r) is None
+        assert r.sanitizer.ran == 1 and r.sanitizer.errors == 0
+        assert tools.prepare(compiled, problem, r.workload) == []  # the clean verdict is cached: nothing to prepare
+        other = SimpleNamespace(artifact=lib, sass=None,
+                                result=SimpleNamespace(source_sha256="c" * 64, cubin_sha256="d" * 64))
+        tools.prestart()
+        assert tools.prepare(other, problem, r.workload) == ["memcheck"]
+        prepared = tools._prepared["memcheck"]
+        scratch = prepared.sandbox.box.scratch
+        assert prepared.alive() and (scratch / "prepare.json").exists()
+        tools.release_prepared()
+        assert not prepared.alive() and not scratch.exists()
+        assert tools._prepared == {}
+    finally:
+        tools.release_prepared()
+        tools.prestarted.close()
 
 
 def test_the_deadline_counts_from_the_request_and_a_hang_is_killed(tmp_path):
@@ -242,7 +372,8 @@ HOSTILE = ("import json, os, sys; from pathlib import Path\n"
            "r = await_request(Path(sys.argv[1]))\n"
            "seen = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n"
            "wrote = []\n"
-           "for target in (sys.argv[2] + '/request.json', sys.argv[2] + '/kernel.so', '/scratch/../' + 'x'):\n"
+           "for target in (sys.argv[2] + '/request.json', sys.argv[2] + '/prepare.json', sys.argv[2] + '/kernel.so',\n"
+           "               '/scratch/../' + 'x'):\n"
            "    try:\n"
            "        Path(target).write_text('{\"library\": \"/etc/passwd\"}'); wrote.append(target)\n"
            "    except OSError:\n"
@@ -251,12 +382,15 @@ HOSTILE = ("import json, os, sys; from pathlib import Path\n"
            ".decode(errors='replace') for p in seen if os.path.exists(f'/proc/{p}/cmdline')]}))\n")
 
 
-def test_a_candidate_cannot_reach_the_run_that_waits_beside_it(tmp_path):
+@pytest.mark.parametrize("prepared", [False, True], ids=["waiting", "prepared"])
+def test_a_candidate_cannot_reach_the_run_that_waits_beside_it(tmp_path, prepared):
     """At depth 2 the next candidate's run waits while this one runs: the running candidate sees none of its
     processes and cannot write its request or its library, even knowing the waiting run's host path."""
     lib = tmp_path / "kernel.so"
     lib.write_text("x")
-    waiting = WaitingRun("memcheck", _echo(), env={})
+    waiting = WaitingRun("memcheck", _echo(prepared=prepared), env={})
+    if prepared:  # its CUDA context and inputs made while the candidate beside it runs its correctness
+        waiting.prepare(REQUEST)
     victim = waiting.sandbox.box.scratch
     waiting_pids = {waiting.proc.popen.pid, *waiting.proc.member_pids(drain=False)}
     attacker = WaitingRun("memcheck", lambda r: [sys.executable, "-c", HOSTILE, r, str(victim)], env={})
@@ -268,9 +402,13 @@ def test_a_candidate_cannot_reach_the_run_that_waits_beside_it(tmp_path):
         # every process it sees is its own (the sandbox's init and itself), none of the waiting run's
         assert seen["cmdlines"] and all("os.listdir('/proc')" in c for c in seen["cmdlines"]), seen["cmdlines"]
         assert "print('waiting'" not in "".join(seen["cmdlines"]) and waiting_pids
-        assert waiting.ready() and sorted(p.name for p in victim.iterdir()) == []
+        assert waiting.ready() and sorted(p.name for p in victim.iterdir()) == (["prepare.json"] if prepared else [])
+        if prepared:
+            assert json.loads((victim / "prepare.json").read_text()) == REQUEST
         served = waiting.go(lib, REQUEST, 60)  # and it still serves its own candidate, as if nothing had run
-        assert served.exit_code == 0 and json.loads(served.stdout.splitlines()[1])["library"] == "/scratch/kernel.so"
+        lines = served.stdout.splitlines()
+        assert served.exit_code == 0 and json.loads(lines[-2])["library"] == "/scratch/kernel.so"
+        assert (lines[1] == "prepared " + json.dumps(REQUEST)) is prepared
     finally:
         attacker.close()
         waiting.close()

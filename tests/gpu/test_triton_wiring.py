@@ -74,10 +74,12 @@ def test_child_modes_route_triton_arguments(monkeypatch):
     import ptxcore.gpu.child.standalone as standalone
 
     seen = {}
-    monkeypatch.setattr(standalone, "run_standalone", lambda args, profile: seen.update(args=args, profile=profile) or 0)
+    monkeypatch.setattr(standalone, "run_standalone",
+                        lambda args, profile, prepared=None: seen.update(args=args, profile=profile, prepared=prepared) or 0)
     monkeypatch.setattr(child_session, "run_session", lambda r, w, d, mode: seen.update(mode=mode) or 0)
     assert child_main.main(["profile", "--triton-source", "k.py", "--triton-cache", "c", "--problem", GEMM]) == 0
     assert seen["profile"] and seen["args"].triton_source == "k.py" and seen["args"].library is None
+    assert seen["prepared"] is None  # a run started with its candidate prepares nothing ahead
     assert child_main.main(["session", "--cmd-fd", "3", "--reply-fd", "4", "--session-mode", "triton"]) == 0
     assert seen["mode"] == "triton"
 

@@ -5,7 +5,8 @@
     python -m ptxcore.gpu.child profile  --library kernel.so --problem NAME --workload UUID --seed S
     python -m ptxcore.gpu.child sanitize|profile --triton-source kernel.py --triton-cache DIR --problem NAME ...
     python -m ptxcore.gpu.child sanitize|profile --request request.json   (started before its candidate: it
-        imports, then waits for the judge's request file: library, problem, workload, seed, device, calls)
+        imports, then waits for the judge's request file: library, problem, workload, seed, device, calls; a
+        preparation file written first has it make its CUDA context and inputs before the request)
 
 `session` (correctness and timing, child.session); `sanitize` (under compute-sanitizer memcheck) and
 `profile` (under ncu) generate their own inputs from a seed with torch (child.standalone).
@@ -46,21 +47,25 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_session(args.cmd_fd, args.reply_fd, args.device, SessionMode(args.session_mode))
     from ptxcore.gpu.child.standalone import (
+        PreparedRun,
         RequestError,
         await_request,
         import_for_run,
+        prepare_run,
         requested,
         run_standalone,
     )
 
+    prepared: list[PreparedRun] = []
     if args.request is not None:
         import_for_run()
         try:
-            args = requested(args, await_request(Path(args.request)))
+            data = await_request(Path(args.request), on_prepare=lambda fields: prepared.append(prepare_run(fields)))
+            args = requested(args, data)
         except RequestError as exc:
             print(f"ptxbench child: {exc}", file=sys.stderr, flush=True)
             return 2
-    return run_standalone(args, profile=args.mode == "profile")
+    return run_standalone(args, profile=args.mode == "profile", prepared=prepared[0] if prepared else None)
 
 
 if __name__ == "__main__":

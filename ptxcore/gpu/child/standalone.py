@@ -15,7 +15,9 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ptxcore.gpu.child import driver
 
@@ -25,32 +27,55 @@ REQUEST_WAIT_S = 3600.0
 """A child started before its candidate (`--request FILE`, ptxcore.gpu.harness.prestart) looks for the file every
 5 ms and gives up after an hour (the judge replaces a waiting run long before)."""
 REQUEST_FIELDS = {"library": str, "problem": str, "workload": str, "seed": int, "device": int, "calls": int}
+PREPARE_NAME = "prepare.json"
+"""Beside the request file, written before it (or never): the run's arguments without the library. The child
+then makes its CUDA context and generates its inputs (the judge's code only: no candidate is in the sandbox yet)
+while the judge's session runs the candidate's correctness, and waits on for the request (issue 27)."""
+PREPARE_FIELDS = {name: kind for name, kind in REQUEST_FIELDS.items() if name != "library"}
 
 
 class RequestError(ValueError):
     """The request file is missing past its wait, or is not the request the judge writes."""
 
 
-def await_request(path: Path, poll_s: float = REQUEST_POLL_S, max_wait_s: float = REQUEST_WAIT_S) -> dict:
+def await_request(path: Path, poll_s: float = REQUEST_POLL_S, max_wait_s: float = REQUEST_WAIT_S,
+                  on_prepare: Callable[[dict], object] | None = None) -> dict:
     """The judge's request once its file exists (the judge writes it whole: aside, then renamed): the candidate's
     library as this process sees it and the run's arguments. Call after the imports and before anything touches
-    CUDA, so that a waiting process holds nothing on the GPU."""
+    CUDA, so that a waiting process holds nothing on the GPU. `on_prepare`: called once with the preparation
+    (PREPARE_NAME beside `path`) when it comes first; the request must then carry the same arguments."""
     deadline = time.monotonic() + max_wait_s
-    while not path.exists():
+    prepare = path.with_name(PREPARE_NAME)
+    prepared: dict | None = None
+    while True:
+        if on_prepare is not None and prepared is None and prepare.exists():  # first, even beside its request
+            prepared = _read(prepare, "preparation", PREPARE_FIELDS)
+            on_prepare(prepared)
+            continue
+        if path.exists():
+            break
         if time.monotonic() > deadline:
             raise RequestError(f"no request at {path} within {max_wait_s:.0f} s")
         time.sleep(poll_s)
+    data = _read(path, "request", REQUEST_FIELDS)
+    if prepared is not None and {k: v for k, v in data.items() if k != "library"} != prepared:
+        raise RequestError(f"request {path} does not carry the arguments of its preparation")
+    return data
+
+
+def _read(path: Path, what: str, fields: dict[str, type]) -> dict:
+    """The judge's file at `path`, checked against `fields` (name: type)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise RequestError(f"request {path} is not JSON: {exc}") from exc
-    if not isinstance(data, dict) or set(data) != set(REQUEST_FIELDS):
-        raise RequestError(f"request {path} must have exactly the fields {', '.join(REQUEST_FIELDS)}")
-    for name, kind in REQUEST_FIELDS.items():
+        raise RequestError(f"{what} {path} is not JSON: {exc}") from exc
+    if not isinstance(data, dict) or set(data) != set(fields):
+        raise RequestError(f"{what} {path} must have exactly the fields {', '.join(fields)}")
+    for name, kind in fields.items():
         if type(data[name]) is not kind:
-            raise RequestError(f"request field {name} must be {kind.__name__}, not {type(data[name]).__name__}")
+            raise RequestError(f"{what} field {name} must be {kind.__name__}, not {type(data[name]).__name__}")
     if data["calls"] < 1 or data["seed"] < 0 or data["device"] < 0:
-        raise RequestError("request fields calls (>= 1), seed and device (>= 0) are out of range")
+        raise RequestError(f"{what} fields calls (>= 1), seed and device (>= 0) are out of range")
     return data
 
 
@@ -82,20 +107,43 @@ def _candidate(args: argparse.Namespace) -> tuple[Callable, contextlib.AbstractC
     return tvm_ffi.load_module(args.library)["run"], tvm_ffi.use_torch_stream()
 
 
-def run_standalone(args: argparse.Namespace, profile: bool) -> int:
-    """sanitize / profile: generate inputs, call the candidate `calls` times (one NVTX range if profiling)."""
+@dataclass(frozen=True)
+class PreparedRun:
+    """A standalone run's CUDA context and inputs, made before its candidate is loaded: the arguments they were
+    made from, the workload's spec and the call's tensors (inputs from the seed, outputs allocated)."""
+
+    fields: dict
+    spec: Any
+    values: dict
+
+
+def prepare_run(fields: dict) -> PreparedRun:
+    """Set the device (the CUDA context), generate the inputs from the seed and allocate the outputs, from the
+    run's arguments (PREPARE_FIELDS' names); the judge's code only."""
     import torch
 
-    from ptxcore.gpu.harness.workloads import allocate_outputs, call_args, generate_inputs, resolve_spec
+    from ptxcore.gpu.harness.workloads import allocate_outputs, generate_inputs, resolve_spec
     from ptxcore.problems import get_problem
 
-    problem = get_problem(args.problem)
-    spec = resolve_spec(problem, problem.workload(args.workload))
-    torch.cuda.set_device(args.device)
-    values = {**generate_inputs(problem, spec, args.seed), **allocate_outputs(spec)}
+    problem = get_problem(fields["problem"])
+    spec = resolve_spec(problem, problem.workload(fields["workload"]))
+    torch.cuda.set_device(fields["device"])
+    values = {**generate_inputs(problem, spec, fields["seed"]), **allocate_outputs(spec)}
     torch.cuda.synchronize()
+    return PreparedRun(dict(fields), spec, values)
+
+
+def run_standalone(args: argparse.Namespace, profile: bool, prepared: PreparedRun | None = None) -> int:
+    """sanitize / profile: generate inputs (or take those `prepared` made from the same arguments), call the
+    candidate `calls` times (one NVTX range if profiling)."""
+    import torch
+
+    from ptxcore.gpu.harness.workloads import call_args
+
+    if prepared is None:  # else await_request checked that the request carries the preparation's arguments
+        prepared = prepare_run({name: getattr(args, name) for name in PREPARE_FIELDS})
     fn, stream = _candidate(args)
-    argv = call_args(spec, values)
+    argv = call_args(prepared.spec, prepared.values)
     with stream:
         for i in range(args.calls):
             if profile and i == args.calls - 1:

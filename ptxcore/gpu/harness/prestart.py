@@ -9,6 +9,12 @@ directory and writes the request (the library as the child sees it, problem, wor
 from then on the run is the one the judge would have started fresh, same command line, same sandbox, same
 deadline (counted from the request).
 
+A run taken for a candidate can be prepared first (`WaitingRun.prepare`): the judge writes the run's arguments
+without the library, and the child makes its CUDA context and generates its inputs then, while the judge's session
+loads the candidate and runs its correctness (the CUDA context and inputs were 0.4 s of the ncu run's 1.3 s from
+the request on the H200). Nothing of the candidate is in the sandbox yet; the request must carry the same
+arguments. A prepared run holds a context on the GPU, so it is used or closed before anything is timed there.
+
 Each waiting run serves one candidate and is then killed with its sandbox, so no candidate's code ever runs
 where another's ran or in a process it could have prepared. A run that died while waiting, or waited past
 MAX_AGE_S, is not used: the judge starts a fresh one (`PrestartedTools.take` returns None, `WaitingRun.go`
@@ -26,6 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ptxcore.gpu.child.standalone import PREPARE_NAME
 from ptxcore.gpu.harness.confine import StageSandbox, real_tool
 from ptxcore.gpu.harness.toolrun import PrestartLost
 from ptxcore.sandbox import SandboxOutcome, SandboxUnavailableError
@@ -75,6 +82,7 @@ class WaitingRun:
             self.close()
             raise
         self.started = time.monotonic()
+        self.prepared: dict | None = None
 
     @property
     def age_s(self) -> float:
@@ -87,11 +95,23 @@ class WaitingRun:
         """Still waiting, and not for too long."""
         return self.alive() and self.age_s < MAX_AGE_S
 
+    def prepare(self, request: dict) -> None:
+        """Have the run make its CUDA context and its inputs now, from `request` (the arguments `go` will be given,
+        without a library): the judge's code only, nothing of a candidate is in the sandbox. The caller owns the
+        run from here: it now holds a context on the GPU, so it is used (`go`) or closed before anything is
+        timed there."""
+        if self.prepared is not None:
+            raise ValueError(f"the {self.stage} run is already prepared")
+        self.sandbox.write(PREPARE_NAME, json.dumps(request))
+        self.prepared = dict(request)
+
     def go(self, library: Path, request: dict, timeout_s: float) -> SandboxOutcome:
         """Hand `library` in, write the request (its `library` field filled with the path inside), and run to the
         end or `timeout_s` from now. PrestartLost when the run was no longer waiting. Used once: the sandbox is
-        gone afterwards."""
+        gone afterwards. A prepared run takes only the request it was prepared for."""
         try:
+            if self.prepared is not None and request != self.prepared:
+                raise ValueError(f"the {self.stage} run was prepared for another request")
             if not self.alive():
                 raise PrestartLost(f"the prestarted {self.stage} run ended while waiting "
                                    f"(exit {self.proc.popen.poll()})")

@@ -258,6 +258,7 @@ class GpuJudge:
         try:
             yield
         finally:
+            self.tools.release_prepared()  # a candidate that did not reach its tool stage leaves them prepared
             if cuda:
                 self._prestart()
 
@@ -272,6 +273,7 @@ class GpuJudge:
 
     def close(self) -> None:
         """End what the judge keeps running between candidates (the prestarted tool runs, the waiting child)."""
+        self.tools.release_prepared()
         self.tools.prestarted.close()
         self.waiting.close()
 
@@ -299,6 +301,11 @@ class GpuJudge:
             raise InfraError(f"cannot read the built shared object: {exc}") from exc
         r.stage("prepare", time.monotonic() - t0)
         state, ref = self._workload(problem, gpu, r)
+        c = self.config
+        if c.prepare_tools and c.overlap_tools and c.prestart_tools:  # after any reference timing: contexts
+            t0 = time.monotonic()
+            self.tools.prepare(compiled, problem, r.workload)
+            r.stage("tools_prepare", time.monotonic() - t0)
         plan = self.plan(problem, SessionMode.FFI, {"library": str(compiled.artifact)}, needed,
                          candidate=compiled.artifact)
         return self._run_session(
@@ -337,7 +344,7 @@ class GpuJudge:
         session = CandidateSession(plan, state, gpu.flusher, gpu.monitor, self._meter_for(gpu, True),
                                    waiting=self.waiting)
         tools = ToolsBeforeTiming(gate if self.config.sanitizer else None, evidence, r,
-                                  overlap=self.config.overlap_tools)
+                                  overlap=self.config.overlap_tools, after=self.tools.release_prepared)
         t0 = time.monotonic()
         out = session.run((lambda: tools(session.out)) if tools.active else None)
         r.stage("session", time.monotonic() - t0)

@@ -31,9 +31,10 @@ class ToolsBeforeTiming:
 
     def __init__(self, gate: Callable[[SessionOutcome], Verdict | None] | None,
                  evidence: Callable[[SessionOutcome], TargetInstructionEvidence], result: ResultBuilder,
-                 *, overlap: bool) -> None:
+                 *, overlap: bool, after: Callable[[], None] | None = None) -> None:
         self._gate, self._evidence, self._r = gate, evidence, result
         self.overlap = overlap
+        self._after = after
         self._target: TargetInstructionEvidence | None = None
         self._error: BaseException | None = None
 
@@ -43,7 +44,15 @@ class ToolsBeforeTiming:
         return self._gate is not None or self.overlap
 
     def __call__(self, out: SessionOutcome) -> Verdict | None:
-        """Between correctness and timing: the gate's verdict (None: clean or no gate)."""
+        """Between correctness and timing: the gate's verdict (None: clean or no gate); then `after` (the judge
+        closes the tool runs prepared for this candidate that neither stage took)."""
+        try:
+            return self._run(out)
+        finally:
+            if self._after is not None:
+                self._after()
+
+    def _run(self, out: SessionOutcome) -> Verdict | None:
         if not self.overlap:
             return self._gate(out) if self._gate is not None else None
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="judge-tool") as pool:

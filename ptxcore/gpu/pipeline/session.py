@@ -175,11 +175,15 @@ class CandidateSession:
             t0 = time.monotonic()
             if child is not None:
                 child.close()
+            t1 = time.monotonic()
             if self.meter is not None:
                 self.meter.close()
+            t2 = time.monotonic()
             for s in slots:
                 s.release()
-            self.out.stage_seconds["session_close"] = time.monotonic() - t0
+            t3 = time.monotonic()
+            self.out.stage_seconds.update(session_close=t3 - t0, child_close=t1 - t0, meter_close=t2 - t1,
+                                          slots_release=t3 - t2)
         return self.out
 
     def _child(self) -> ChildProcess:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,7 @@ from ptxcore.arch import Architecture
 from ptxcore.gpu.config import JudgeConfig
 from ptxcore.gpu.errors import InfraError
 from ptxcore.gpu.harness.ncu import EvidenceCache, drawn_calls, profile_target
-from ptxcore.gpu.harness.prestart import PrestartedTools
+from ptxcore.gpu.harness.prestart import PrestartedTools, WaitingRun
 from ptxcore.gpu.harness.sanitizer import MemcheckOutcome, memcheck_command, run_memcheck
 from ptxcore.gpu.harness.toolrun import Prestarted
 from ptxcore.gpu.pipeline.caches import JsonCache, cache_key
@@ -43,6 +44,8 @@ class ToolStages:
         self.evidence_cache = EvidenceCache(root / "ncu")
         self.ncu_logs = root / "ncu-logs"
         self.prestarted = PrestartedTools(enabled=config.prestart_tools, depth=config.prestart_depth)
+        self._prepared: dict[str, WaitingRun] = {}
+        self._prepared_lock = threading.Lock()
 
     def prestart(self) -> None:
         """Have the next candidate's memcheck and ncu runs waiting (harness.prestart); the ones this judgement
@@ -51,21 +54,82 @@ class ToolStages:
         self.prestarted.fill([stage for stage, on in (("memcheck", c.sanitizer), ("ncu", c.ncu)) if on])
 
     def _prestarted(self, stage: str, candidate: Path | TritonFiles, request: dict) -> Prestarted | None:
-        """The stage's run on its waiting process, for a built library (None: a Triton candidate, or none waits)."""
+        """The stage's run on its waiting process, for a built library (None: a Triton candidate, or none waits):
+        the one prepared for this request when there is one."""
         if not isinstance(candidate, Path):
             return None
-        run = self.prestarted.take(stage)
+        with self._prepared_lock:
+            run = self._prepared.pop(stage, None)
+        if run is not None and run.prepared != request:
+            run.close()
+            run = None
+        if run is None:
+            run = self.prestarted.take(stage)
         if run is None:
             return None
         return lambda timeout_s: run.go(candidate, request, timeout_s)
 
+    def prepare(self, compiled: CompiledCandidate, problem: Problem, workload: str) -> list[str]:
+        """Take the waiting memcheck and ncu runs this candidate's tool stage will use and have them make their CUDA
+        context and inputs now (WaitingRun.prepare), while its session loads and runs correctness; the stages then
+        take these runs. Only runs that will be used: none for a cached verdict, a disabled tool, or no target in
+        the SASS. The stages given; every prepared run is used or closed (`release_prepared`) before timing."""
+        wanted = []
+        if self.config.sanitizer and self.memcheck_cache.get(self._memcheck_key(compiled, problem, workload)) is None:
+            wanted.append(("memcheck", self._memcheck_request(problem, workload)))
+        if self._counts(compiled) and self.evidence_cache.load(compiled.result.source_sha256,
+                                                               compiled.result.cubin_sha256) is None:
+            wanted.append(("ncu", self._ncu_request(problem, workload)))
+        done = []
+        for stage, request in wanted:
+            run = self.prestarted.take(stage)
+            if run is None:
+                continue
+            try:
+                run.prepare(request)
+            except OSError as exc:  # the stage then takes another run, or a fresh one
+                log.warning("prestarted %s run not prepared: %s", stage, exc)
+                run.close()
+                continue
+            with self._prepared_lock:
+                old, self._prepared[stage] = self._prepared.get(stage), run
+            if old is not None:
+                old.close()
+            done.append(stage)
+        return done
+
+    def release_prepared(self) -> None:
+        """Close every prepared run no stage took (each holds a CUDA context): before timing, and at the end of
+        a judgement."""
+        with self._prepared_lock:
+            runs, self._prepared = list(self._prepared.values()), {}
+        for run in runs:
+            run.close()
+
+    def _memcheck_key(self, compiled: CompiledCandidate, problem: Problem, workload: str) -> str:
+        res = compiled.result
+        return cache_key("memcheck-v1", res.source_sha256, res.cubin_sha256, problem.name, workload,
+                         str(self.config.sanitizer_calls))
+
+    def _memcheck_request(self, problem: Problem, workload: str) -> dict:
+        """The memcheck run's arguments (a prestarted run's request, without its library)."""
+        return {"problem": problem.name, "workload": workload, "seed": problem.extension.seed + TOOL_SEED_OFFSET,
+                "device": self.config.device, "calls": self.config.sanitizer_calls}
+
+    def _ncu_request(self, problem: Problem, workload: str) -> dict:
+        """The counting run's arguments (a prestarted run's request, without its library)."""
+        return {"problem": problem.name, "workload": workload, "seed": problem.extension.seed + TOOL_SEED_OFFSET,
+                "device": self.config.device, "calls": drawn_calls()}
+
+    def _counts(self, compiled: CompiledCandidate) -> bool:
+        """Whether the evidence of this build comes from an ncu run (else from its SASS alone)."""
+        return self.config.ncu and compiled.sass is not None and compiled.sass.target_static is not StaticTarget.ABSENT
+
     def memcheck(self, compiled: CompiledCandidate, problem: Problem, workload: str,
                  result: ResultBuilder) -> Verdict | None:
         """The gate: None when clean; a verdict for errors / a hang; InfraError when inconclusive."""
-        c, res = self.config, compiled.result
-        key = cache_key("memcheck-v1", res.source_sha256, res.cubin_sha256, problem.name, workload,
-                        str(c.sanitizer_calls))
-        return self.memcheck_run(key, compiled.artifact, problem, workload, result)
+        return self.memcheck_run(self._memcheck_key(compiled, problem, workload), compiled.artifact, problem, workload,
+                                 result)
 
     def memcheck_run(self, key: str, candidate: Path | TritonFiles, problem: Problem, workload: str,
                      result: ResultBuilder) -> Verdict | None:
@@ -76,8 +140,7 @@ class ToolStages:
             result.sanitizer = SanitizerSummary.model_validate(hit["summary"])
             return None if hit["outcome"] == "clean" else Verdict(EvaluationStatus.RUNTIME_ERROR, hit["reason"])
         seed = problem.extension.seed + TOOL_SEED_OFFSET
-        request = {"problem": problem.name, "workload": workload, "seed": seed, "device": c.device,
-                   "calls": c.sanitizer_calls}
+        request = self._memcheck_request(problem, workload)
         runs = run_memcheck(candidate, lambda inside: memcheck_command(inside, problem.name, workload, seed, c.device,
                                                                       c.sanitizer_calls),
                             c.sanitizer_timeout_s, c.sanitizer_max_runs,
@@ -130,8 +193,7 @@ class ToolStages:
             return hit
         self.ncu_logs.mkdir(parents=True, exist_ok=True)
         seed = problem.extension.seed + TOOL_SEED_OFFSET
-        request = {"problem": problem.name, "workload": workload, "seed": seed, "device": self.config.device,
-                   "calls": drawn_calls()}
+        request = self._ncu_request(problem, workload)
         ev = profile_target(compiled.artifact, problem.name, workload, seed, self.config.device, arch,
                             self.config.ncu_timeout_s, self.ncu_logs / f"{res.source_sha256[:16]}.txt",
                             prestarted=self._prestarted("ncu", compiled.artifact, request))
