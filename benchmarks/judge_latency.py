@@ -56,6 +56,12 @@ ARMS = {
     "prepared-tools": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": True,
                         "prepare_tools": True},
                        ("--prebuild-workers", "2")),
+    "deferred-close": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": True,
+                        "defer_session_close": True},
+                       ("--prebuild-workers", "2")),
+    "prepared-deferred": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": True,
+                           "prepare_tools": True, "defer_session_close": True},
+                          ("--prebuild-workers", "2")),
     "fine-meter": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": True,
                     "meter_samples_per_call": 100},
                    ("--prebuild-workers", "2")),
@@ -66,7 +72,9 @@ ptxcore.gpu.harness.prestart), one waiting run per tool; `prestarted-2` keeps tw
 back-to-back candidates; `waiting-child` (the default judge) also starts the session child ahead
 (JudgeConfig.prestart_child, ptxcore.gpu.harness.waiting). `prepared-tools` is the default judge whose memcheck
 and ncu runs, once taken for a candidate, make their CUDA context and inputs while its session loads and runs
-correctness (JudgeConfig.prepare_tools). `fine-meter` is the default judge with the meter's
+correctness (JudgeConfig.prepare_tools); `deferred-close` ends each session on a thread after its verdict, the
+next judgement waiting for it after its build (JudgeConfig.defer_session_close, stage `close_wait`);
+`prepared-deferred` has both. `fine-meter` is the default judge with the meter's
 former default of 100 samples per call, four times the default's 25 (JudgeConfig.meter_samples_per_call).
 Every arm configures the meter beside the memcheck gate (pipeline.session), as the judge does."""
 STAGES = ("build", "workload_and_reference", "correctness", "sanitizer", "memcheck", "ncu", "timing", "total")
@@ -81,12 +89,13 @@ start (settle) and stop (settle, stop, decode) per trial, the GPU monitor's snap
 warm-up and timed calls, reading their comparisons and CUPTI records, and the audit; `rest` is the timing stage
 minus these. The meter's configuration (`meter_configure`) runs beside the memcheck gate, shown with the
 correctness parts."""
-AROUND_PARTS = ("prepare", "tools_prepare", "slots", "session_close", "verdict")
+AROUND_PARTS = ("close_wait", "prepare", "tools_prepare", "slots", "session_close", "verdict")
 """Around the session (ptxcore.gpu.pipeline.judge, .session): the GPU context and the build's library list, the
 trials' shared output buffers, ending the child and the meter, and assembling the verdict after the session;
-`tools_prepare` is taking the tool runs and writing their preparation (JudgeConfig.prepare_tools); `rest` is the
-total minus build, workload_and_reference, prepare, tools_prepare, the session and the verdict."""
-AROUND_INSIDE = ("build", "workload_and_reference", "prepare", "tools_prepare", "session", "verdict")
+`tools_prepare` is taking the tool runs and writing their preparation (JudgeConfig.prepare_tools), `close_wait`
+the wait for the last session's close handed off after its verdict (JudgeConfig.defer_session_close); `rest` is
+the total minus build, close_wait, workload_and_reference, prepare, tools_prepare, the session and the verdict."""
+AROUND_INSIDE = ("build", "close_wait", "workload_and_reference", "prepare", "tools_prepare", "session", "verdict")
 """The stages a judgement's total is split into for the `rest` of the table around the session."""
 CLOSE_PARTS = ("child_close", "meter_close", "slots_release")
 """Closing the session, by part (ptxcore.gpu.pipeline.session): ending the child (its exit request, its process

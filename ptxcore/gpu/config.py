@@ -63,6 +63,10 @@ class JudgeConfig(FrozenModel):
     correctness; the runs are used before timing or closed (harness.prestart, `WaitingRun.prepare`; issue 27).
     Off by default until measured on the H200 (judge_latency's `prepared-tools` arm, the hostile suite and the
     golden controls with it on)."""
+    defer_session_close: bool = False
+    """End a TVM-FFI candidate's session (child exit, meter close, buffers) on a thread after its verdict; the
+    judge's next GPU work waits for it first (pipeline.cleanup; issue 27). Off by default until measured on the
+    H200 (judge_latency's `deferred-close` arm)."""
     prestart_child: bool = True
     """Start the next TVM-FFI candidate's session child ahead (its sandbox, interpreter, CUDA context and CUPTI,
     with no candidate in it), the built library handed in before LOAD (harness.waiting; issue 27)."""

@@ -63,12 +63,12 @@ def test_the_time_around_the_session_is_shown_once_recorded():
     lines = jl.report([arm]).splitlines()
     head = lines.index("around the session (median s):")
     row = lines[head + 3].split()
-    assert row[0] == "waiting-child" and row[2] == "-"  # no tools_prepare recorded
-    assert [float(v) for k, v in enumerate(row[1:]) if k != 1] == [0.1, 0.05, 0.2, 0.3, 0.2]
-    prepared = {**arm, "latency": [_judged(9.0, build=5.0, prepare=0.1, tools_prepare=0.02, session=3.0, slots=0.05,
-                                           session_close=0.2, verdict=0.3, total=8.6)]}
+    assert row[0] == "waiting-child" and row[1] == row[3] == "-"  # no close_wait, no tools_prepare recorded
+    assert [float(v) for k, v in enumerate(row[1:]) if k not in (0, 2)] == [0.1, 0.05, 0.2, 0.3, 0.2]
+    prepared = {**arm, "latency": [_judged(9.0, build=5.0, close_wait=0.01, prepare=0.1, tools_prepare=0.02,
+                                           session=3.0, slots=0.05, session_close=0.2, verdict=0.3, total=8.6)]}
     row = jl.report([prepared]).splitlines()[head + 3].split()
-    assert [float(v) for v in row[1:]] == [0.1, 0.02, 0.05, 0.2, 0.3, 0.18]  # the rest less the preparation
+    assert [float(v) for v in row[1:]] == [0.01, 0.1, 0.02, 0.05, 0.2, 0.3, 0.17]  # the rest less both
     old = {**arm, "latency": [_judged(9.0, build=5.0)]}
     assert "around the session" not in jl.report([old])
 

@@ -50,7 +50,10 @@ JUDGES: list[GpuJudge] = []
 
 
 def _processes_mentioning(word: str) -> list[str]:
-    """Processes whose command line has `word`, but for the judge's waiting runs and child (left out by PID)."""
+    """Processes whose command line has `word`, but for the judge's waiting runs and child (left out by PID),
+    once the last session's close has ended (JudgeConfig.defer_session_close runs it after the verdict)."""
+    for judge in JUDGES:
+        judge.settle()
     ours = set().union(*(j.waiting_pids() for j in JUDGES))
     out = []
     for entry in Path("/proc").iterdir():

@@ -406,7 +406,9 @@ def fake_gpu_judge(monkeypatch, tmp_path):
 
     class FakeSession:
         def __init__(self, plan: SessionPlan, state: WorkloadState, flusher: L2Flusher, monitor: GpuMonitor,
-                     meter: DeviceMeter | None = None, waiting: WaitingSession | None = None) -> None:
+                     meter: DeviceMeter | None = None, waiting: WaitingSession | None = None,
+                     defer_close: Callable | None = None) -> None:
+            assert defer_close is None  # a Triton session closes before its verdict (its files go with it)
             seen["plan"] = plan
             self.out = seen["outcome"]
             self.out.launches = {"kernels": ["gemm_nt_tma_persistent"], "steady": [], "per_call": []}
@@ -432,7 +434,7 @@ def fake_gpu_judge(monkeypatch, tmp_path):
     monkeypatch.setattr(judge_module, "triton_memcheck", memcheck)
     monkeypatch.setattr(judge_module, "triton_evidence", evidence)
     monkeypatch.setattr(driver, "reset_persisting_l2", lambda: None)
-    j = judge_module.GpuJudge(JudgeConfig(cache_dir=tmp_path / "judge"))
+    j = judge_module.GpuJudge(JudgeConfig(cache_dir=tmp_path / "judge", defer_session_close=True))
     j._gpu = judge_module.GpuContext({"gpu_name": "H200 (fake)", "driver_version": "0", "cuda_toolkit": "13",
                                       "torch_version": "x"}, None, None, (9, 0))
     monkeypatch.setattr(j, "workload_state", lambda problem, uuid: "state")

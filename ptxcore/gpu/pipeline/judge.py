@@ -35,6 +35,7 @@ from ptxcore.gpu.harness.triton import TritonFiles
 from ptxcore.gpu.harness.waiting import WaitingSession
 from ptxcore.gpu.messages import SessionMode
 from ptxcore.gpu.pipeline.caches import JsonCache
+from ptxcore.gpu.pipeline.cleanup import DeferredClose
 from ptxcore.gpu.pipeline.overlap import ToolsBeforeTiming
 from ptxcore.gpu.pipeline.result import ResultBuilder, record_performance, record_session
 from ptxcore.gpu.pipeline.session import CandidateSession, SessionOutcome, SessionPlan
@@ -108,6 +109,7 @@ class GpuJudge:
         self.ref_cache = JsonCache(root / "reference")
         self.tools = ToolStages(root, self.config)
         self.waiting = WaitingSession(self.config.device, enabled=self.config.prestart_child)
+        self._closing = DeferredClose()
         self._states: dict[tuple[str, str], WorkloadState] = {}
         self._lock = threading.Lock()
         self._gpu: GpuContext | None = None
@@ -171,6 +173,7 @@ class GpuJudge:
     def warm(self, problem: Problem) -> ReferenceTiming:
         """The problem's default workload state and reference latency, ahead of any candidate."""
         with self._lock:
+            self._closing.wait()
             gpu = self.gpu()
             self.tools.prestart()
             ref = self._reference(self.workload_state(problem, None), problem, gpu)
@@ -242,6 +245,7 @@ class GpuJudge:
                 return early
             stages = self._judge_triton if Language(language) is Language.TRITON else self._judge_built
             try:
+                self._settle(r)
                 return stages(built, source, problem, arch, r)
             except InfraError as exc:
                 log.error("infrastructure error judging %s: %s", problem.name, exc)
@@ -271,8 +275,22 @@ class GpuJudge:
         """Host PIDs of the judge's own processes that wait for its next candidate (tool runs, session child)."""
         return self.tools.prestarted.pids() | self.waiting.pids()
 
+    def settle(self) -> float:
+        """Wait for the last session's close handed off after its verdict (defer_session_close); seconds waited.
+        InfraError when that close failed. Every judgement does it before its GPU work."""
+        return self._closing.wait()
+
+    def _settle(self, r: ResultBuilder) -> None:
+        """settle() before this judgement's GPU work (its build overlapped the close), as stage `close_wait`."""
+        r.stage("close_wait", self.settle())
+
     def close(self) -> None:
-        """End what the judge keeps running between candidates (the prestarted tool runs, the waiting child)."""
+        """End what the judge keeps running between candidates (the prestarted tool runs, the waiting child, a
+        session's close still running)."""
+        try:
+            self._closing.wait()
+        except InfraError as exc:
+            log.error("%s", exc)
         self.tools.release_prepared()
         self.tools.prestarted.close()
         self.waiting.close()
@@ -341,8 +359,9 @@ class GpuJudge:
 
         reset_persisting_l2()  # nothing a previous candidate left persisting in L2 carries over
         plan = dataclasses.replace(plan, call_overhead_ms=ref.call_overhead_ms)  # the baseline's own, trusted
+        deferred = self.config.defer_session_close and plan.mode is SessionMode.FFI  # Triton's files go at the end
         session = CandidateSession(plan, state, gpu.flusher, gpu.monitor, self._meter_for(gpu, True),
-                                   waiting=self.waiting)
+                                   waiting=self.waiting, defer_close=self._closing.submit if deferred else None)
         tools = ToolsBeforeTiming(gate if self.config.sanitizer else None, evidence, r,
                                   overlap=self.config.overlap_tools, after=self.tools.release_prepared)
         t0 = time.monotonic()
@@ -404,6 +423,7 @@ class GpuJudge:
                                            language=language)
             if early is not None:
                 return early
+            self._settle(r)
             if Language(language) is Language.TRITON:
                 verdict = triton_sanitize_only(self.tools, source, built.result.source_sha256, problem, r.workload, r)
             else:
@@ -421,6 +441,7 @@ class GpuJudge:
                                            language=language)
             if early is not None:
                 return early
+            self._settle(r)
             if Language(language) is Language.TRITON:
                 target = triton_profile_only(self.tools, source, built.result.source_sha256, problem, r.workload,
                                              arch, r)

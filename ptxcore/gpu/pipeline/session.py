@@ -137,10 +137,13 @@ class CandidateSession:
     started ahead (harness.waiting), used by a TVM-FFI candidate's session when one is ready."""
 
     def __init__(self, plan: SessionPlan, state: WorkloadState, flusher: L2Flusher, monitor: GpuMonitor,
-                 meter: DeviceMeter | None = None, waiting: WaitingSession | None = None) -> None:
+                 meter: DeviceMeter | None = None, waiting: WaitingSession | None = None,
+                 defer_close: Callable[[Callable[[], None]], None] | None = None) -> None:
         self.plan, self.state, self.flusher, self.monitor = plan, state, flusher, monitor
         self.meter = meter
         self.waiting = waiting
+        self.defer_close = defer_close
+        """Given: the session's close is handed to it after the verdict (pipeline.cleanup), not run here."""
         self.out = SessionOutcome()
         self._configured = False
 
@@ -173,17 +176,12 @@ class CandidateSession:
             self.out.log = child.log_tail() if child else ""
         finally:
             t0 = time.monotonic()
-            if child is not None:
-                child.close()
-            t1 = time.monotonic()
-            if self.meter is not None:
-                self.meter.close()
-            t2 = time.monotonic()
-            for s in slots:
-                s.release()
-            t3 = time.monotonic()
-            self.out.stage_seconds.update(session_close=t3 - t0, child_close=t1 - t0, meter_close=t2 - t1,
-                                          slots_release=t3 - t2)
+            if self.defer_close is not None:
+                meter = self.meter
+                self.defer_close(lambda: _close(child, meter, slots))
+            else:
+                self.out.stage_seconds.update(_close(child, self.meter, slots))
+            self.out.stage_seconds["session_close"] = time.monotonic() - t0
         return self.out
 
     def _child(self) -> ChildProcess:
@@ -398,6 +396,20 @@ class CandidateSession:
         if self.plan.mode is SessionMode.TRITON and exc.fault == EvaluationStatus.COMPILE_ERROR.value:
             return Verdict(EvaluationStatus.COMPILE_ERROR, exc.error)
         return Verdict(EvaluationStatus.RUNTIME_ERROR, _call_error(exc))
+
+
+def _close(child: ChildProcess | None, meter: DeviceMeter | None, slots: list) -> dict[str, float]:
+    """End the session: its child, the device meter, the trials' shared buffers; seconds of each part."""
+    t0 = time.monotonic()
+    if child is not None:
+        child.close()
+    t1 = time.monotonic()
+    if meter is not None:
+        meter.close()
+    t2 = time.monotonic()
+    for slot in slots:
+        slot.release()
+    return {"child_close": t1 - t0, "meter_close": t2 - t1, "slots_release": time.monotonic() - t2}
 
 
 def _meter_call(fn: Callable[[int], None], arg: int) -> None:

@@ -1,6 +1,8 @@
-"""Tool runs prepared while the candidate's correctness runs (JudgeConfig.prepare_tools, issue 27), on the GPU:
-the same verdicts and executed-instruction counts as the judge without the preparation, and nothing prepared left
-once a judgement ends, passed or failed."""
+"""The judge's latency options of issue 27 that are off by default, on the GPU: tool runs prepared while the
+candidate's correctness runs (JudgeConfig.prepare_tools) and the session closed after its verdict
+(JudgeConfig.defer_session_close). The same verdicts and executed-instruction counts as the default judge, nothing
+prepared left once a judgement ends, passed or failed, and every deferred close ended before the next judgement's
+GPU work."""
 
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ CONFIG = dict(trials=3, warmup=1, iters=3, call_timeout_s=10.0, throttle_retries
 
 @pytest.fixture(scope="module")
 def judges(tmp_path_factory):
-    made = {on: GpuJudge(JudgeConfig(cache_dir=tmp_path_factory.mktemp(f"prepared-{on}"), prepare_tools=on, **CONFIG))
+    made = {on: GpuJudge(JudgeConfig(cache_dir=tmp_path_factory.mktemp(f"options-{on}"), prepare_tools=on,
+                                     defer_session_close=on, **CONFIG))
             for on in (False, True)}
     yield made
     for judge in made.values():
@@ -36,7 +39,7 @@ def judges(tmp_path_factory):
     ("05_gemm_wrong_layout.cu", S.INCORRECT_NUMERICAL, None),
     ("06_gemm_oob_write.cu", S.RUNTIME_ERROR, None),
 ])
-def test_the_prepared_judge_gives_the_same_verdict_and_leaves_nothing_prepared(judges, name, status, target):
+def test_the_judge_with_both_options_gives_the_same_verdict_and_leaves_nothing_behind(judges, name, status, target):
     source = (CONTROLS_DIR / name).read_text()
     plain, prepared = (judges[on].judge(source, get_problem(GEMM), get_architecture("hopper")) for on in (False, True))
     for r in (plain, prepared):
@@ -46,4 +49,7 @@ def test_the_prepared_judge_gives_the_same_verdict_and_leaves_nothing_prepared(j
     assert prepared.reason == plain.reason
     assert prepared.target_instruction.family_thread_inst_executed == plain.target_instruction.family_thread_inst_executed
     assert "tools_prepare" in prepared.stage_seconds and "tools_prepare" not in plain.stage_seconds
+    assert "child_close" in plain.stage_seconds and "child_close" not in prepared.stage_seconds  # closed after
     assert judges[True].tools._prepared == {}  # used, or closed when the candidate did not reach its tool stage
+    judges[True].settle()
+    assert not judges[True]._closing.pending()
