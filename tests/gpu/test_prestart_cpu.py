@@ -412,3 +412,46 @@ def test_a_candidate_cannot_reach_the_run_that_waits_beside_it(tmp_path, prepare
     finally:
         attacker.close()
         waiting.close()
+
+
+def test_the_counting_run_keeps_the_call_count_drawn_when_it_was_prepared(tmp_path, monkeypatch):
+    """ncu's number of calls is drawn afresh for each run (ncu.drawn_calls): the count drawn when the run was
+    prepared is the one its request carries, so the prepared run is the one used (a second draw would not match)."""
+    from types import SimpleNamespace
+
+    from ptxcore.gpu.config import JudgeConfig
+    from ptxcore.gpu.pipeline import tools as tools_module
+    from ptxcore.gpu.pipeline.tools import ToolStages
+    from ptxcore.problems import get_problem
+    from ptxcore.schema import StaticTarget, TargetInstruction, TargetInstructionEvidence
+
+    draws = iter([3, 7, 11])
+    monkeypatch.setattr(tools_module, "drawn_calls", lambda: next(draws))
+    monkeypatch.setattr(prestart, "child_command", lambda stage, request: [
+        sys.executable, "-c", PREPARED_ECHO.format(after=""), request])
+    seen = {}
+
+    def profile_target(library, problem, workload, seed, device, arch, timeout_s, raw_log, prestarted=None):
+        out = prestarted(60)
+        seen["lines"] = out.stdout.splitlines()
+        return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, reason="stand-in")
+
+    monkeypatch.setattr(tools_module, "profile_target", profile_target)
+    tools = ToolStages(tmp_path, JudgeConfig(cache_dir=tmp_path, sanitizer=False))
+    tools.prestart()
+    lib = tmp_path / "kernel.so"
+    lib.write_text("the candidate")
+    compiled = SimpleNamespace(artifact=lib, sass=SimpleNamespace(target_static=StaticTarget.PRESENT),
+                               result=SimpleNamespace(source_sha256="a" * 64, cubin_sha256="b" * 64))
+    problem = get_problem("gemm_n7168_k5120")
+    workload = problem.workload(None).uuid
+    try:
+        assert tools.prepare(compiled, problem, workload) == ["ncu"]
+        tools._evidence(compiled, problem, workload, None)
+        prepared, request = seen["lines"][1], json.loads(seen["lines"][2])
+        assert prepared.startswith("prepared ") and json.loads(prepared[len("prepared "):])["calls"] == 3
+        assert request["calls"] == 3 and tools._prepared == {}  # the prepared run served it, with its draw
+        assert tools.prestarted.waiting() == ["ncu"]  # the other waiting run is still there for the next one
+    finally:
+        tools.release_prepared()
+        tools.prestarted.close()

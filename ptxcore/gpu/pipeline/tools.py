@@ -121,6 +121,18 @@ class ToolStages:
         return {"problem": problem.name, "workload": workload, "seed": problem.extension.seed + TOOL_SEED_OFFSET,
                 "device": self.config.device, "calls": drawn_calls()}
 
+    def _as_prepared(self, stage: str, request: dict) -> dict:
+        """`request` with the call count of the run prepared for `stage` when that run was prepared for the same
+        problem, workload, seed and device: the counting run's number of calls is drawn once per candidate
+        (ncu.drawn_calls), when its run is prepared."""
+        with self._prepared_lock:
+            run = self._prepared.get(stage)
+        if run is None or run.prepared is None:
+            return request
+        if {k: v for k, v in run.prepared.items() if k != "calls"} != {k: v for k, v in request.items() if k != "calls"}:
+            return request
+        return {**request, "calls": run.prepared["calls"]}
+
     def _counts(self, compiled: CompiledCandidate) -> bool:
         """Whether the evidence of this build comes from an ncu run (else from its SASS alone)."""
         return self.config.ncu and compiled.sass is not None and compiled.sass.target_static is not StaticTarget.ABSENT
@@ -193,7 +205,7 @@ class ToolStages:
             return hit
         self.ncu_logs.mkdir(parents=True, exist_ok=True)
         seed = problem.extension.seed + TOOL_SEED_OFFSET
-        request = self._ncu_request(problem, workload)
+        request = self._as_prepared("ncu", self._ncu_request(problem, workload))
         ev = profile_target(compiled.artifact, problem.name, workload, seed, self.config.device, arch,
                             self.config.ncu_timeout_s, self.ncu_logs / f"{res.source_sha256[:16]}.txt",
                             prestarted=self._prestarted("ncu", compiled.artifact, request))
