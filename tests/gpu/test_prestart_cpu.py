@@ -155,13 +155,14 @@ def test_the_child_runs_on_the_inputs_it_prepared_before_its_request(tmp_path, m
 
     def prepare_run(fields):
         order.append("prepared")
+        assert fields == REQUEST  # the preparation's arguments, before any request existed
         (tmp_path / "request.json").write_text(json.dumps({**REQUEST, "library": "/scratch/kernel.so"}))
-        return standalone.PreparedRun(dict(fields), "spec", {"x": 1})
+        return standalone.PreparedRun("spec", {"x": 1})
 
     def run_standalone(args, profile, prepared=None):
         order.append("run")
         assert profile and args.library == "/scratch/kernel.so" and args.seed == REQUEST["seed"]
-        assert prepared is not None and prepared.fields == REQUEST and prepared.values == {"x": 1}
+        assert prepared is not None and prepared.spec == "spec" and prepared.values == {"x": 1}
         return 0
 
     monkeypatch.setattr(standalone, "import_for_run", lambda: None)

@@ -109,10 +109,9 @@ def _candidate(args: argparse.Namespace) -> tuple[Callable, contextlib.AbstractC
 
 @dataclass(frozen=True)
 class PreparedRun:
-    """A standalone run's CUDA context and inputs, made before its candidate is loaded: the arguments they were
-    made from, the workload's spec and the call's tensors (inputs from the seed, outputs allocated)."""
+    """A standalone run's CUDA context and inputs, made before its candidate is loaded: the workload's spec and
+    the call's tensors (inputs from the seed, outputs allocated)."""
 
-    fields: dict
     spec: Any
     values: dict
 
@@ -130,7 +129,7 @@ def prepare_run(fields: dict) -> PreparedRun:
     torch.cuda.set_device(fields["device"])
     values = {**generate_inputs(problem, spec, fields["seed"]), **allocate_outputs(spec)}
     torch.cuda.synchronize()
-    return PreparedRun(dict(fields), spec, values)
+    return PreparedRun(spec, values)
 
 
 def run_standalone(args: argparse.Namespace, profile: bool, prepared: PreparedRun | None = None) -> int:
