@@ -42,41 +42,40 @@ from service_bench_common import REPO, start, table, tmp_work_dir, write_json  #
 
 from ptxcore.gpu.service.client import ProfilerClient  # noqa: E402
 
+_EARLIER = {"prepare_tools": False, "defer_session_close": False}
+"""What the arms of the judge before the default's prepared runs and deferred close (the fourth session of
+2026-12-04) leave off."""
+_WAITING = {"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": True}
 ARMS = {
-    "sequential": ({"overlap_tools": False, "prestart_tools": False, "prestart_child": False},
+    "sequential": ({**_EARLIER, "overlap_tools": False, "prestart_tools": False, "prestart_child": False},
                    ("--prebuild-workers", "0")),
-    "overlapped": ({"overlap_tools": True, "prestart_tools": False, "prestart_child": False},
+    "overlapped": ({**_EARLIER, "overlap_tools": True, "prestart_tools": False, "prestart_child": False},
                    ("--prebuild-workers", "2")),
-    "prestarted": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 1, "prestart_child": False},
+    "prestarted": ({**_EARLIER, "overlap_tools": True, "prestart_tools": True, "prestart_depth": 1,
+                    "prestart_child": False},
                    ("--prebuild-workers", "2")),
-    "prestarted-2": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": False},
+    "prestarted-2": ({**_EARLIER, "overlap_tools": True, "prestart_tools": True, "prestart_depth": 2,
+                      "prestart_child": False},
                      ("--prebuild-workers", "2")),
-    "waiting-child": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": True},
-                      ("--prebuild-workers", "2")),
-    "prepared-tools": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": True,
-                        "prepare_tools": True},
-                       ("--prebuild-workers", "2")),
-    "deferred-close": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": True,
-                        "defer_session_close": True},
-                       ("--prebuild-workers", "2")),
-    "prepared-deferred": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": True,
-                           "prepare_tools": True, "defer_session_close": True},
+    "waiting-child": ({**_EARLIER, **_WAITING}, ("--prebuild-workers", "2")),
+    "prepared-tools": ({**_WAITING, "prepare_tools": True, "defer_session_close": False}, ("--prebuild-workers", "2")),
+    "deferred-close": ({**_WAITING, "prepare_tools": False, "defer_session_close": True}, ("--prebuild-workers", "2")),
+    "prepared-deferred": ({**_WAITING, "prepare_tools": True, "defer_session_close": True},
                           ("--prebuild-workers", "2")),
-    "fine-meter": ({"overlap_tools": True, "prestart_tools": True, "prestart_depth": 2, "prestart_child": True,
-                    "meter_samples_per_call": 100},
+    "fine-meter": ({**_WAITING, "prepare_tools": True, "defer_session_close": True, "meter_samples_per_call": 100},
                    ("--prebuild-workers", "2")),
 }
 """Arms by name (--arms): JudgeConfig overrides and the service's extra arguments. `prestarted` is `overlapped`
 with each candidate's memcheck and ncu runs started before it is known (JudgeConfig.prestart_tools,
 ptxcore.gpu.harness.prestart), one waiting run per tool; `prestarted-2` keeps two (prestart_depth), for
-back-to-back candidates; `waiting-child` (the default judge) also starts the session child ahead
-(JudgeConfig.prestart_child, ptxcore.gpu.harness.waiting). `prepared-tools` is the default judge whose memcheck
-and ncu runs, once taken for a candidate, make their CUDA context and inputs while its session loads and runs
-correctness (JudgeConfig.prepare_tools); `deferred-close` ends each session on a thread after its verdict, the
-next judgement waiting for it after its build (JudgeConfig.defer_session_close, stage `close_wait`);
-`prepared-deferred` has both. `fine-meter` is the default judge with the meter's
-former default of 100 samples per call, four times the default's 25 (JudgeConfig.meter_samples_per_call).
-Every arm configures the meter beside the memcheck gate (pipeline.session), as the judge does."""
+back-to-back candidates; `waiting-child` also starts the session child ahead (JudgeConfig.prestart_child,
+ptxcore.gpu.harness.waiting): the default judge until the fourth session of 2026-12-04. `prepared-tools` adds
+memcheck and ncu runs that make their CUDA context and inputs while the candidate builds
+(JudgeConfig.prepare_tools); `deferred-close` ends each session on a thread after its verdict, the next judgement
+waiting for it after its build (JudgeConfig.defer_session_close, stage `close_wait`); `prepared-deferred` has
+both: the default judge. `fine-meter` is the default judge with the meter's former default of 100 samples per
+call, four times the default's 25 (JudgeConfig.meter_samples_per_call). Every arm configures the meter beside
+the memcheck gate (pipeline.session), as the judge does."""
 STAGES = ("build", "workload_and_reference", "correctness", "sanitizer", "memcheck", "ncu", "timing", "total")
 CORRECTNESS_PARTS = ("meter_open", "child_start", "load")
 """The correctness stage's parts (ptxcore.gpu.pipeline.session): taking the device's sampler, the child's start

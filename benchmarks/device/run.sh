@@ -24,7 +24,7 @@
 # for it, spaces kept: PYTEST_K="env_hostile and h17"); HOSTILE_K (the same for hostile-controls); GPUS (default: every visible GPU, e.g. 0,1); PREBUILD (files for prebuild: the controls and the
 # solutions); OVERHEAD_KERNELS; STAGES_KERNEL; SOL_DIR (/tmp/sol) and SOL_ARGS (e.g. "--server URL", or "--resume": a second
 # call on the warm machine goes on where a timed-out solutions stage stopped);
-# EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; TOOL_PHASES_ARGS (e.g. a kernel and --repeats 5); BUILD_TIME_ARGS; THROUGHPUT_ARGS, ROLLOUT_ARGS, ENV_STEPS_ARGS and METER_PROBE_ARGS (replace the
+# EVAL ("FILE.cu" or "FILE.cu@problem" ...); SERVICE_TESTS; TOOL_PHASES_ARGS (e.g. a kernel and --repeats 5); DECODE_PROBE_ARGS; BUILD_TIME_ARGS; THROUGHPUT_ARGS, ROLLOUT_ARGS, ENV_STEPS_ARGS and METER_PROBE_ARGS (replace the
 # default arguments); BWD_ARGS (added); DIAG_KERNEL and DIAG_PROBLEM; PROFILE_KERNELS ("FILE.cu@problem ..."); CAMPAIGN_ID (demo-h200x2), CAMPAIGN_SLOTS (2),
 # PROFILER_PORT (8765); PTXBENCH_TEST_JUDGE_CONFIG (JudgeConfig fields as JSON for the GPU suites, e.g.
 # '{"prepare_tools": true}' for hostile-controls: tests/gpu/judge_overrides.py);
@@ -70,6 +70,7 @@ bwd-precision   90  python -m research.precision.bwd_h200: dS rounding variants 
 diag           120  python -m research.precision.diagnose_mha_bwd \$DIAG_KERNEL: candidate vs cuDNN vs float64
 bwd-profile    300  python -m research.kernels.mha_bwd.profile_ncu per \$PROFILE_KERNELS: ncu --set full, candidate vs cuDNN
 ncu-phases     240  python -m research.timing.ncu_phases \$NCU_PHASES_ARGS: a prestarted ncu run after its request, step by step
+decode-probe   120  python -m research.timing.decode_probe \$DECODE_PROBE_ARGS: the meter's sample reader against cupti-python's decode
 "
 
 MIX="solutions/gemm_n7168_k5120/wgmma_tma_ws.cu solutions/mha_with_lse_d128_causal/fa3_wgmma_tma.cu
@@ -244,6 +245,11 @@ stage_audit_probe() {
 stage_meter_probe() {
   # shellcheck disable=SC2086 # METER_PROBE_ARGS is split at spaces on purpose
   "$PYTHON" -m research.timing.meter_probe --out "$RUN_OUT" ${METER_PROBE_ARGS:-}
+}
+
+stage_decode_probe() {
+  # shellcheck disable=SC2086 # DECODE_PROBE_ARGS is split at spaces on purpose
+  "$PYTHON" -X faulthandler -m research.timing.decode_probe --out "$RUN_OUT" ${DECODE_PROBE_ARGS:-}
 }
 
 stage_sandbox_cost() {

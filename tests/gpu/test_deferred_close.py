@@ -158,15 +158,16 @@ def test_the_judge_hands_an_ffi_sessions_close_over_and_the_next_judgement_waits
     monkeypatch.setattr(j, "_prestart", lambda: None)
     monkeypatch.setattr(j, "_workload", lambda problem, gpu, r: (order.append("workload") or "state",
                                                                  SimpleNamespace(latency_ms=1.0, call_overhead_ms=0.0)))
+    monkeypatch.setattr(j.tools, "prepare_ahead", lambda p, w: order.append("ahead") or [])
     monkeypatch.setattr(j.tools, "prepare", lambda c, p, w: order.append("prepare") or [])
     monkeypatch.setattr(j.tools, "release_prepared", lambda: order.append("release"))
     monkeypatch.setattr(j.tools, "static_only", lambda c, why: TargetInstructionEvidence(
         status=TargetInstruction.UNKNOWN, reason=why))
     first = j.judge("src", problem, HOPPER_ARCH())
     assert first.status is EvaluationStatus.RUNTIME_ERROR
-    assert order == ["workload", "prepare", "session", "release"]  # the verdict went before the close ended
+    assert order == ["ahead", "workload", "prepare", "session", "release"]  # the verdict before the close ended
     second = j.judge("src", problem, HOPPER_ARCH())
-    assert order[4:] == ["closed", "workload", "prepare", "session", "release"]
+    assert order[5:] == ["ahead", "closed", "workload", "prepare", "session", "release"]  # prepared as it builds
     assert second.stage_seconds["close_wait"] >= 0.1
     j.close()
     assert order[-2:] == ["closed", "release"] and not j._closing.pending()  # the close waited for, then the rest
@@ -176,3 +177,28 @@ def HOPPER_ARCH():  # noqa: N802 - read like the constant it stands for
     from ptxcore.arch import get_architecture
 
     return get_architecture("hopper")
+
+
+def test_a_reference_timed_in_a_judgement_ends_the_runs_prepared_for_it_first(monkeypatch, tmp_path):
+    """Tool runs are prepared before the build, so a judgement that then times its problem's baseline (the first of
+    a workload) must end them, like the waiting child, before that timing."""
+    from ptxcore.gpu import JudgeConfig
+    from ptxcore.gpu.pipeline import judge as judge_module
+    from ptxcore.gpu.pipeline import reference as reference_module
+
+    ended: list[str] = []
+    j = judge_module.GpuJudge(JudgeConfig(cache_dir=tmp_path / "judge", prepare_tools=True))
+    monkeypatch.setattr(j.waiting, "close", lambda: ended.append("waiting child"))
+    monkeypatch.setattr(j.tools, "release_prepared", lambda: ended.append("prepared runs"))
+
+    def timed(state, plan, cache, gpu_name, driver, flusher, monitor, meter=None, before_timing=None):
+        before_timing()
+        ended.append("baseline timed")
+        return "timing"
+
+    monkeypatch.setattr(reference_module, "reference_latency", timed)
+    gpu = judge_module.GpuContext({"gpu_name": "H200 (fake)", "driver_version": "0"}, None, None, (9, 0))
+    from ptxcore.problems import get_problem
+
+    assert j._reference(SimpleNamespace(), get_problem("gemm_n7168_k5120"), gpu) == "timing"
+    assert ended == ["waiting child", "prepared runs", "baseline timed"]

@@ -215,25 +215,33 @@ def test_a_prepared_run_makes_its_part_first_and_takes_only_its_own_request(tmp_
     assert not other.alive() and not scratch.exists()  # closed, the candidate never handed in
 
 
+def _echo_stages(tmp_path, monkeypatch, after: str = "", sass=None, **config):
+    """ToolStages whose waiting runs are the prepared echo child, prestarted, and a stand-in build of a library."""
+    from types import SimpleNamespace
+
+    from ptxcore.gpu.config import JudgeConfig
+    from ptxcore.gpu.pipeline.tools import ToolStages
+
+    monkeypatch.setattr(prestart, "child_command", lambda stage, request: [
+        sys.executable, "-c", PREPARED_ECHO.format(after=after), request])
+    tools = ToolStages(tmp_path, JudgeConfig(cache_dir=tmp_path, **config))
+    tools.prestart()
+    lib = tmp_path / "kernel.so"
+    lib.write_text("the candidate")
+    compiled = SimpleNamespace(artifact=lib, sass=sass,
+                               result=SimpleNamespace(source_sha256="a" * 64, cubin_sha256="b" * 64))
+    return tools, lib, compiled
+
+
 def test_the_tool_stage_takes_the_run_prepared_for_it_and_the_rest_are_closed(tmp_path, monkeypatch):
     """ToolStages.prepare takes a waiting memcheck run and prepares it with the gate's own request; the gate then
     runs on it (its output shows the preparation); a preparation no stage took is closed by release_prepared."""
     from types import SimpleNamespace
 
-    from ptxcore.gpu.config import JudgeConfig
     from ptxcore.gpu.pipeline.result import ResultBuilder
-    from ptxcore.gpu.pipeline.tools import ToolStages
     from ptxcore.problems import get_problem
 
-    summary = "print('========= ERROR SUMMARY: 0 errors')"
-    monkeypatch.setattr(prestart, "child_command", lambda stage, request: [
-        sys.executable, "-c", PREPARED_ECHO.format(after=summary), request])
-    tools = ToolStages(tmp_path, JudgeConfig(cache_dir=tmp_path, ncu=False))
-    tools.prestart()
-    lib = tmp_path / "kernel.so"
-    lib.write_text("the candidate")
-    compiled = SimpleNamespace(artifact=lib, sass=None,
-                               result=SimpleNamespace(source_sha256="a" * 64, cubin_sha256="b" * 64))
+    tools, lib, compiled = _echo_stages(tmp_path, monkeypatch, "print('========= ERROR SUMMARY: 0 errors')", ncu=False)
     problem = get_problem("gemm_n7168_k5120")
     r = ResultBuilder(problem.name, problem.workload(None).uuid, "hopper")
     try:
@@ -420,16 +428,12 @@ def test_the_counting_run_keeps_the_call_count_drawn_when_it_was_prepared(tmp_pa
     prepared is the one its request carries, so the prepared run is the one used (a second draw would not match)."""
     from types import SimpleNamespace
 
-    from ptxcore.gpu.config import JudgeConfig
     from ptxcore.gpu.pipeline import tools as tools_module
-    from ptxcore.gpu.pipeline.tools import ToolStages
     from ptxcore.problems import get_problem
     from ptxcore.schema import StaticTarget, TargetInstruction, TargetInstructionEvidence
 
     draws = iter([3, 7, 11])
     monkeypatch.setattr(tools_module, "drawn_calls", lambda: next(draws))
-    monkeypatch.setattr(prestart, "child_command", lambda stage, request: [
-        sys.executable, "-c", PREPARED_ECHO.format(after=""), request])
     seen = {}
 
     def profile_target(library, problem, workload, seed, device, arch, timeout_s, raw_log, prestarted=None):
@@ -438,12 +442,8 @@ def test_the_counting_run_keeps_the_call_count_drawn_when_it_was_prepared(tmp_pa
         return TargetInstructionEvidence(status=TargetInstruction.UNKNOWN, reason="stand-in")
 
     monkeypatch.setattr(tools_module, "profile_target", profile_target)
-    tools = ToolStages(tmp_path, JudgeConfig(cache_dir=tmp_path, sanitizer=False))
-    tools.prestart()
-    lib = tmp_path / "kernel.so"
-    lib.write_text("the candidate")
-    compiled = SimpleNamespace(artifact=lib, sass=SimpleNamespace(target_static=StaticTarget.PRESENT),
-                               result=SimpleNamespace(source_sha256="a" * 64, cubin_sha256="b" * 64))
+    tools, _, compiled = _echo_stages(tmp_path, monkeypatch, sass=SimpleNamespace(target_static=StaticTarget.PRESENT),
+                                      sanitizer=False)
     problem = get_problem("gemm_n7168_k5120")
     workload = problem.workload(None).uuid
     try:
@@ -453,6 +453,32 @@ def test_the_counting_run_keeps_the_call_count_drawn_when_it_was_prepared(tmp_pa
         assert prepared.startswith("prepared ") and json.loads(prepared[len("prepared "):])["calls"] == 3
         assert request["calls"] == 3 and tools._prepared == {}  # the prepared run served it, with its draw
         assert tools.prestarted.waiting() == ["ncu"]  # the other waiting run is still there for the next one
+    finally:
+        tools.release_prepared()
+        tools.prestarted.close()
+
+
+def test_runs_prepared_before_the_build_are_kept_for_their_stages_and_the_rest_closed(tmp_path, monkeypatch):
+    """prepare_ahead prepares a run of each enabled tool before the build (the problem and workload are known);
+    once built, prepare keeps the ones whose stage will run (the same run object: not prepared again) and closes
+    the others: ncu's for a build with no target in its SASS, memcheck's once its verdict is cached."""
+    from ptxcore.gpu.pipeline import tools as tools_module
+    from ptxcore.problems import get_problem
+
+    monkeypatch.setattr(tools_module, "drawn_calls", lambda: 5)
+    tools, _, compiled = _echo_stages(tmp_path, monkeypatch)
+    problem = get_problem("gemm_n7168_k5120")
+    workload = problem.workload(None).uuid
+    try:
+        assert tools.prepare_ahead(problem, workload) == ["memcheck", "ncu"]
+        memcheck, ncu = tools._prepared["memcheck"], tools._prepared["ncu"]
+        assert memcheck.prepared["workload"] == workload and ncu.prepared["calls"] == 5
+        assert tools.prepare(compiled, problem, workload) == ["memcheck"]  # no SASS target: no ncu stage
+        assert tools._prepared == {"memcheck": memcheck} and memcheck.alive()
+        assert not ncu.alive()
+        tools.memcheck_cache.put(tools._memcheck_key(compiled, problem, workload), {"outcome": "clean"})
+        assert tools.prepare(compiled, problem, workload) == []  # its verdict is cached: the run is closed
+        assert tools._prepared == {} and not memcheck.alive()
     finally:
         tools.release_prepared()
         tools.prestarted.close()

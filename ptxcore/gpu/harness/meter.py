@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
 
+from ptxcore.gpu.harness.pmdecode import RawSamples, SampleReader, reader_for
+
 if TYPE_CHECKING:
     from cupti.pm_sampling import Collector, CounterData
 
@@ -180,6 +182,7 @@ class PmSamplingMeter:
         self.metrics: tuple[str, ...] = ()
         self.interval_ns = 0
         self._collector = None
+        self._reader: SampleReader | None = None
         self._started_at = 0.0
 
     def now_ns(self) -> int:
@@ -196,6 +199,13 @@ class PmSamplingMeter:
         self._collector = col
 
     def configure(self, interval_ns: int) -> None:
+        # An enabled collector configured a second time with another interval segfaulted in its next decode
+        # (cupti-python 13.3.1 over the H200 image's libcupti 13.0, both through the library's decode and the
+        # reader: research/timing/decode_probe.py --only, 2026-12-04). The judge configures once per session
+        # (open, configure, close); any second configuration gets a fresh collector.
+        if self.interval_ns:
+            self.close()
+            self.open()
         col = self._require()
         errors = []
         sets = (self.metrics,) if self.metrics else METRIC_SETS
@@ -207,6 +217,7 @@ class PmSamplingMeter:
                 errors.append(f"{'+'.join(metrics)}: {type(exc).__name__}: {exc}")
                 continue
             self.metrics, self.interval_ns = metrics, int(interval_ns)
+            self._read_with(col, metrics)
             return
         raise MeterError("PM sampling refused every metric set: " + " | ".join(errors))
 
@@ -221,10 +232,24 @@ class PmSamplingMeter:
         col.stop()
         span_s = time.monotonic() - self._started_at
         max_samples = int(span_s * 1e9 / self.interval_ns * 1.25) + 2_000
-        samples, decoded = drain(col, max_samples, self.metrics)
+        samples, decoded = drain(col, max_samples, self.metrics, self._reader)
         return MeterTrace(tuple(sorted(samples, key=lambda m: m.start_ns)), self.interval_ns, decoded)
 
+    def _read_with(self, col: Collector, metrics: tuple[str, ...]) -> None:
+        """The fast sample reader for this configuration (kept while the metrics stay the same: its profiler host
+        is made once), or the library's decode where there is none (harness.pmdecode)."""
+        if self._reader is not None and self._reader.metrics == metrics:
+            return
+        self._close_reader()
+        self._reader = reader_for(col, metrics)
+
+    def _close_reader(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+        self._reader = None
+
     def close(self) -> None:
+        self._close_reader()
         if self._collector is not None:
             try:
                 self._collector.disable()
@@ -247,41 +272,53 @@ hardware buffer (cupti-python's decode does not report CUPTI's stop reason), and
 at the start of the next trial, leaving this one short."""
 
 
-def drain(col: Collector, max_samples: int, metrics: tuple[str, ...]) -> tuple[list[MeterSample], MeterDecode]:
+def drain(col: Collector, max_samples: int, metrics: tuple[str, ...],
+          reader: SampleReader | None = None) -> tuple[list[MeterSample], MeterDecode]:
     """Every record of the hardware buffer, decoded `max_samples` at a time until a decode's image has room
-    left; the counts and host seconds summed over the decodes."""
+    left; the counts and host seconds summed over the decodes. Through `reader` when there is one (the same
+    CUPTI calls with fixed per-sample cost, harness.pmdecode), else through cupti-python's decode."""
     samples: list[MeterSample] = []
     total = populated = completed = 0
     decode_s = evaluate_s = 0.0
     for _ in range(MAX_DECODES):
-        t0 = time.perf_counter()
         try:
-            data = col.decode(max_samples=max_samples)
+            raw = reader.read(max_samples) if reader is not None else _library_read(col, max_samples)
         except Exception as exc:  # noqa: BLE001 - overflow or a decode failure: nothing measured
             raise MeterError(f"PM sampling decode failed: {type(exc).__name__}: {exc}") from exc
-        t1 = time.perf_counter()
-        samples += _samples(data, metrics)
-        evaluate_s += time.perf_counter() - t1
-        decode_s += t1 - t0
-        total += int(data.num_total_samples)
-        populated += int(data.num_populated_samples)
-        completed += int(data.num_completed_samples)
-        if not (data.num_total_samples >= max_samples and data.num_populated_samples >= data.num_total_samples):
+        t0 = time.perf_counter()
+        samples += _samples(raw, metrics)
+        evaluate_s += raw.evaluate_s + time.perf_counter() - t0
+        decode_s += raw.decode_s
+        total += raw.total
+        populated += raw.populated
+        completed += raw.completed
+        if not (raw.total >= max_samples and raw.populated >= raw.total):
             return samples, MeterDecode(total, populated, completed, decode_s, evaluate_s)
         log.warning("PM sampling: the counter image of %d samples came back full; decoding again", max_samples)
     raise MeterError(f"PM sampling: the hardware buffer was not drained in {MAX_DECODES} decodes of {max_samples} "
                      "samples")
 
 
-def _samples(data: CounterData, metrics: tuple[str, ...]) -> list[MeterSample]:
+def _library_read(col: Collector, max_samples: int) -> RawSamples:
+    """One decode through cupti-python (`Collector.decode`, then `CounterData` evaluating each sample)."""
+    t0 = time.perf_counter()
+    data: CounterData = col.decode(max_samples=max_samples)
+    t1 = time.perf_counter()
+    rows = [(int(s.start_timestamp), int(s.end_timestamp), tuple(s.metric_values)) for s in data]
+    t2 = time.perf_counter()
+    return RawSamples(int(data.num_total_samples), int(data.num_populated_samples), len(rows),
+                      tuple(r[0] for r in rows), tuple(r[1] for r in rows), tuple(r[2] for r in rows),
+                      t1 - t0, t2 - t1)
+
+
+def _samples(raw: RawSamples, metrics: tuple[str, ...]) -> list[MeterSample]:
     with_tensor = TENSOR_ACTIVE in metrics
     out = []
-    for smp in data:
-        v = smp.metric_values
-        dur = smp.end_timestamp - smp.start_timestamp
+    for start, end, v in zip(raw.starts, raw.ends, raw.values, strict=True):
+        dur = end - start
         busy = _fraction(v[0], v[1]) * dur
         tensor = _fraction(v[2], v[3]) * dur if with_tensor else None
-        out.append(MeterSample(int(smp.start_timestamp), int(smp.end_timestamp), busy, tensor))
+        out.append(MeterSample(int(start), int(end), busy, tensor))
     out.sort(key=lambda s: s.start_ns)
     return out
 

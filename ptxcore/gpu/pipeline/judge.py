@@ -239,6 +239,8 @@ class GpuJudge:
         with self._lock, self._prestarting(language):
             if Language(language) is not Language.CUDA:
                 self.waiting.close()  # it would wait beside this candidate's timing; the next CUDA one starts one
+            elif self._prepares_tools():  # while it builds; a reference timed for it closes them first
+                self.tools.prepare_ahead(problem, problem.workload(workload_uuid).uuid)
             r, built, early = self._built(source, problem, arch, compiled=compiled, workload_uuid=workload_uuid,
                                            language=language)
             if early is not None:
@@ -265,6 +267,18 @@ class GpuJudge:
             self.tools.release_prepared()  # a candidate that did not reach its tool stage leaves them prepared
             if cuda:
                 self._prestart()
+
+    def _prepares_tools(self) -> bool:
+        """Whether tool runs are prepared (JudgeConfig.prepare_tools, with overlapped and prestarted tools) on a
+        host with a GPU."""
+        c = self.config
+        return c.prepare_tools and c.overlap_tools and c.prestart_tools and gpu_available()
+
+    def _before_reference_timing(self) -> None:
+        """A baseline is timed with no other process of the judge's on the GPU: the waiting child and any tool
+        run prepared for the candidate end first."""
+        self.waiting.close()
+        self.tools.release_prepared()
 
     def _prestart(self) -> None:
         """The next candidate's tool runs and session child, started (not waited for)."""
@@ -319,8 +333,7 @@ class GpuJudge:
             raise InfraError(f"cannot read the built shared object: {exc}") from exc
         r.stage("prepare", time.monotonic() - t0)
         state, ref = self._workload(problem, gpu, r)
-        c = self.config
-        if c.prepare_tools and c.overlap_tools and c.prestart_tools:  # after any reference timing: contexts
+        if self._prepares_tools():  # after any reference timing: the runs prepared for this build's stages
             t0 = time.monotonic()
             self.tools.prepare(compiled, problem, r.workload)
             r.stage("tools_prepare", time.monotonic() - t0)
@@ -411,7 +424,7 @@ class GpuJudge:
         plan = self.plan(problem, SessionMode.BASELINE, {"problem": problem.name})
         plan = dataclasses.replace(plan, call_timeout_s=max(plan.call_timeout_s, BASELINE_CALL_TIMEOUT_S))
         return reference_latency(state, plan, self.ref_cache, gpu.env["gpu_name"], gpu.env["driver_version"],
-                                 gpu.flusher, gpu.monitor, gpu.meter, before_timing=self.waiting.close)
+                                 gpu.flusher, gpu.monitor, gpu.meter, before_timing=self._before_reference_timing)
 
     # ---- tool-only stages (the profiling service's /sanitize and /profile) --------------------
     def sanitize_only(self, source: str, problem: Problem, arch: Architecture, *,

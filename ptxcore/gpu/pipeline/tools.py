@@ -69,17 +69,39 @@ class ToolStages:
             return None
         return lambda timeout_s: run.go(candidate, request, timeout_s)
 
+    def prepare_ahead(self, problem: Problem, workload: str) -> list[str]:
+        """Before the build: have a waiting run of each enabled tool make its CUDA context and inputs for this
+        problem and workload while the candidate builds (nothing of the candidate is needed for that);
+        `prepare` then keeps the ones its tool stages will use. The stages prepared."""
+        c = self.config
+        wanted = [(stage, request) for stage, on, request in (
+            ("memcheck", c.sanitizer, self._memcheck_request(problem, workload)),
+            ("ncu", c.ncu, self._ncu_request(problem, workload))) if on]
+        return self._prepare_runs(wanted)
+
     def prepare(self, compiled: CompiledCandidate, problem: Problem, workload: str) -> list[str]:
         """Take the waiting memcheck and ncu runs this candidate's tool stage will use and have them make their CUDA
         context and inputs now (WaitingRun.prepare), while its session loads and runs correctness; the stages then
         take these runs. Only runs that will be used: none for a cached verdict, a disabled tool, or no target in
-        the SASS. The stages given; every prepared run is used or closed (`release_prepared`) before timing."""
+        the SASS (a run prepared ahead for a stage that will not run is closed; one prepared ahead for the same
+        request is kept). The stages prepared; every prepared run is used or closed (`release_prepared`) before
+        timing."""
         wanted = []
         if self.config.sanitizer and self.memcheck_cache.get(self._memcheck_key(compiled, problem, workload)) is None:
             wanted.append(("memcheck", self._memcheck_request(problem, workload)))
         if self._counts(compiled) and self.evidence_cache.load(compiled.result.source_sha256,
                                                                compiled.result.cubin_sha256) is None:
             wanted.append(("ncu", self._ncu_request(problem, workload)))
+        stages = {stage for stage, _ in wanted}
+        with self._prepared_lock:
+            unused = [self._prepared.pop(stage) for stage in list(self._prepared) if stage not in stages]
+            ready = {stage for stage, request in wanted
+                     if stage in self._prepared and _same_run(self._prepared[stage].prepared, request)}
+        for run in unused:
+            run.close()
+        return sorted(ready) + self._prepare_runs([(st, rq) for st, rq in wanted if st not in ready])
+
+    def _prepare_runs(self, wanted: list[tuple[str, dict]]) -> list[str]:
         done = []
         for stage, request in wanted:
             run = self.prestarted.take(stage)
@@ -129,7 +151,7 @@ class ToolStages:
             run = self._prepared.get(stage)
         if run is None or run.prepared is None:
             return request
-        if {k: v for k, v in run.prepared.items() if k != "calls"} != {k: v for k, v in request.items() if k != "calls"}:
+        if not _same_run(run.prepared, request):
             return request
         return {**request, "calls": run.prepared["calls"]}
 
@@ -212,3 +234,11 @@ class ToolStages:
         ev = ev.model_copy(update={"source_sha256": res.source_sha256, "cubin_sha256": res.cubin_sha256})
         self.evidence_cache.store(ev)
         return ev
+
+
+def _same_run(prepared: dict | None, request: dict) -> bool:
+    """Whether a run prepared for `prepared` serves `request`: the same problem, workload, seed and device (the
+    counting run's number of calls is the one drawn when it was prepared)."""
+    if prepared is None:
+        return False
+    return {k: v for k, v in prepared.items() if k != "calls"} == {k: v for k, v in request.items() if k != "calls"}
