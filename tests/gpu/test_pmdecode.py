@@ -186,7 +186,7 @@ def test_a_sample_needs_its_timestamps_and_values():
         RawSamples(10, 2, 2, (1, 2), (3,), ((1.0,), (2.0,)), 0.0, 0.0)
 
 
-def test_the_meter_keeps_one_reader_while_its_metrics_stay_and_ends_it_on_close(fake_cupti, monkeypatch):
+def test_the_meter_makes_a_reader_per_configuration_and_ends_it_with_the_collector(fake_cupti, monkeypatch):
     made = []
 
     def counting(col, metrics):
@@ -195,11 +195,35 @@ def test_the_meter_keeps_one_reader_while_its_metrics_stay_and_ends_it_on_close(
 
     monkeypatch.setattr(meter_mod, "reader_for", counting)
     m = meter_mod.PmSamplingMeter.__new__(meter_mod.PmSamplingMeter)
-    m._reader, m.metrics = None, ()
+    m._reader, m._collector, m.metrics, m.interval_ns = None, None, (), 0
     col = FakeCollector(fake_cupti)
     m._read_with(col, METRICS)
+    first = m._reader._host
     m._read_with(col, METRICS)
-    assert len(made) == 1 and m._reader is not None
+    assert len(made) == 2 and first._p_host_object is None  # the first reader's host ended with it
     host = m._reader._host
-    m._close_reader()
+    m.close()
     assert host._p_host_object is None and m._reader is None
+
+
+def test_a_second_configuration_gets_a_fresh_collector(monkeypatch):
+    """Configuring an enabled collector again segfaulted in its next decode on the H200: the meter closes and
+    reopens it first."""
+    events = []
+    m = meter_mod.PmSamplingMeter.__new__(meter_mod.PmSamplingMeter)
+    m._reader, m.metrics, m.interval_ns = None, (), 0
+
+    class Col:
+        def configure(self, **kw) -> None:
+            events.append(("configure", kw["sampling_interval"]))
+
+        def disable(self) -> None:
+            events.append("disable")
+
+    m._collector = Col()
+    monkeypatch.setattr(m, "open", lambda: (events.append("enable"), setattr(m, "_collector", Col())))
+    monkeypatch.setattr(meter_mod, "reader_for", lambda col, metrics: None)
+    m.configure(30_000)
+    m.configure(8_000)
+    assert events == [("configure", 30_000), "disable", "enable", ("configure", 8_000)]
+    assert m.interval_ns == 8_000

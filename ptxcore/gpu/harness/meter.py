@@ -236,10 +236,8 @@ class PmSamplingMeter:
         return MeterTrace(tuple(sorted(samples, key=lambda m: m.start_ns)), self.interval_ns, decoded)
 
     def _read_with(self, col: Collector, metrics: tuple[str, ...]) -> None:
-        """The fast sample reader for this configuration (kept while the metrics stay the same: its profiler host
-        is made once), or the library's decode where there is none (harness.pmdecode)."""
-        if self._reader is not None and self._reader.metrics == metrics:
-            return
+        """The sample reader of this configuration (its profiler host made here, beside the gate, not at the
+        first decode), or the library's decode where there is none (harness.pmdecode)."""
         self._close_reader()
         self._reader = reader_for(col, metrics)
 

@@ -3,8 +3,10 @@
 cupti-python's `Collector.decode` and `CounterData` iteration are the reference path, and they are correct;
 they are also slow on the judge's critical path: the decode allocates a new params struct for every sample's
 timestamps, every `CounterData` initializes its own `ProfilerHost` (one per trial), and every sample's
-evaluation builds the metric-name array, a params struct, two arrays and a `Sample` again. On the H200 this was
-0.5-0.65 s of the GEMM's 1.1 s timing stage (benchmarks/device/RESULTS.md, 2026-12-04, fourth session).
+evaluation builds the metric-name array, a params struct, two arrays and a `Sample` again. On the H200 the
+meter's stop was 0.5-0.65 s of the GEMM's 1.1 s timing stage, the evaluation 0.24-0.26 s of it; through the
+reader the evaluation is 0.07-0.08 s, and what is left is CUPTI's own decode of the hardware buffer
+(benchmarks/device/RESULTS.md, 2026-12-04, fourth session).
 
 `SampleReader` makes the same CUPTI calls on the same counter image in the same order, with one params struct of
 each kind reused across samples and one profiler host per metric configuration (made when the meter is
@@ -51,7 +53,7 @@ class RawSamples:
 
 class SampleReader:
     """Decodes and evaluates one configured collector's samples (see the module docstring). `close` ends its
-    profiler host; a reader is made per configuration and closed when the meter is configured again or closed."""
+    profiler host; the meter makes one per configuration and closes it with the collector."""
 
     def __init__(self, collector: Any, metrics: tuple[str, ...]) -> None:
         import numpy as np
