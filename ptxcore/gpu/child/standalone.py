@@ -30,7 +30,7 @@ REQUEST_FIELDS = {"library": str, "problem": str, "workload": str, "seed": int, 
 PREPARE_NAME = "prepare.json"
 """Beside the request file, written before it (or never): the run's arguments without the library. The child
 then makes its CUDA context and generates its inputs (the judge's code only: no candidate is in the sandbox yet)
-while the judge's session runs the candidate's correctness, and waits on for the request (issue 27)."""
+while the candidate builds and runs its correctness, and waits on for the request (issue 27)."""
 PREPARE_FIELDS = {name: kind for name, kind in REQUEST_FIELDS.items() if name != "library"}
 
 

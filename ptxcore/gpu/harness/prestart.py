@@ -10,9 +10,8 @@ from then on the run is the one the judge would have started fresh, same command
 deadline (counted from the request).
 
 A run taken for a candidate can be prepared first (`WaitingRun.prepare`): the judge writes the run's arguments
-without the library, and the child makes its CUDA context and generates its inputs then, while the judge's session
-loads the candidate and runs its correctness (the CUDA context and inputs were 0.4 s of the ncu run's 1.3 s from
-the request on the H200). Nothing of the candidate is in the sandbox yet; the request must carry the same
+without the library, and the child makes its CUDA context and generates its inputs then, while the candidate
+builds (pipeline.tools `prepare_ahead`; on the H200 memcheck's run went 0.90 -> 0.49 s and ncu's 2.07 -> 1.71 s). Nothing of the candidate is in the sandbox yet; the request must carry the same
 arguments. A prepared run holds a context on the GPU, so it is used or closed before anything is timed there.
 
 Each waiting run serves one candidate and is then killed with its sandbox, so no candidate's code ever runs

@@ -149,9 +149,7 @@ class ToolStages:
         (ncu.drawn_calls), when its run is prepared."""
         with self._prepared_lock:
             run = self._prepared.get(stage)
-        if run is None or run.prepared is None:
-            return request
-        if not _same_run(run.prepared, request):
+        if run is None or not _same_run(run.prepared, request):
             return request
         return {**request, "calls": run.prepared["calls"]}
 
